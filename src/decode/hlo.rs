@@ -1,0 +1,172 @@
+//! HLO module decoding (the subset in `proto/hlo.proto`), for opcodes, scope paths and shapes.
+//!
+//! The structs below are what prost-build generates from `proto/hlo.proto`, written out so
+//! that building profq needs no protoc. On CPU captures the HloProto is the only source of
+//! named-scope paths (`metadata.op_name`) and of the opcode that tells `psum.7` is an all-reduce.
+
+use crate::model::{HloIndex, HloInstr, StringPool};
+use prost::Message;
+
+#[derive(Clone, PartialEq, Message)]
+pub struct HloProto {
+    #[prost(message, optional, tag = "1")]
+    pub hlo_module: Option<HloModuleProto>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct HloModuleProto {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub entry_computation_name: String,
+    #[prost(message, repeated, tag = "3")]
+    pub computations: Vec<HloComputationProto>,
+    #[prost(int64, tag = "5")]
+    pub id: i64,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct HloComputationProto {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(message, repeated, tag = "2")]
+    pub instructions: Vec<HloInstructionProto>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct HloInstructionProto {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub opcode: String,
+    #[prost(message, optional, tag = "3")]
+    pub shape: Option<ShapeProto>,
+    #[prost(message, optional, tag = "7")]
+    pub metadata: Option<OpMetadata>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct OpMetadata {
+    #[prost(string, tag = "1")]
+    pub op_type: String,
+    #[prost(string, tag = "2")]
+    pub op_name: String,
+    #[prost(string, tag = "3")]
+    pub source_file: String,
+    #[prost(int32, tag = "4")]
+    pub source_line: i32,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct ShapeProto {
+    #[prost(int32, tag = "2")]
+    pub element_type: i32,
+    #[prost(int64, repeated, tag = "3")]
+    pub dimensions: Vec<i64>,
+    #[prost(message, repeated, tag = "4")]
+    pub tuple_shapes: Vec<ShapeProto>,
+}
+
+/// (name, bytes per element) of xla.PrimitiveType; bits for sub-byte types are rounded up.
+fn element_type(t: i32) -> (&'static str, Option<f64>) {
+    match t {
+        1 => ("pred", Some(1.0)),
+        2 => ("s8", Some(1.0)),
+        3 => ("s16", Some(2.0)),
+        4 => ("s32", Some(4.0)),
+        5 => ("s64", Some(8.0)),
+        6 => ("u8", Some(1.0)),
+        7 => ("u16", Some(2.0)),
+        8 => ("u32", Some(4.0)),
+        9 => ("u64", Some(8.0)),
+        10 => ("f16", Some(2.0)),
+        11 => ("f32", Some(4.0)),
+        12 => ("f64", Some(8.0)),
+        13 => ("tuple", None),
+        14 => ("opaque", Some(0.0)),
+        15 => ("c64", Some(8.0)),
+        16 => ("bf16", Some(2.0)),
+        17 => ("token", Some(0.0)),
+        18 => ("c128", Some(16.0)),
+        19 => ("f8e5m2", Some(1.0)),
+        20 => ("f8e4m3fn", Some(1.0)),
+        21 => ("s4", Some(0.5)),
+        22 => ("u4", Some(0.5)),
+        23 => ("f8e4m3b11fnuz", Some(1.0)),
+        24 => ("f8e5m2fnuz", Some(1.0)),
+        25 => ("f8e4m3fnuz", Some(1.0)),
+        _ => ("unknown", None),
+    }
+}
+
+/// Renders a shape like `f32[8,128]` and returns its size in bytes when known.
+pub fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
+    let (name, elem_bytes) = element_type(shape.element_type);
+    if shape.element_type == 13 {
+        out.push('(');
+        let mut total = Some(0.0);
+        for (i, s) in shape.tuple_shapes.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let b = render_shape(s, out);
+            total = match (total, b) {
+                (Some(t), Some(b)) => Some(t + b),
+                _ => None,
+            };
+        }
+        out.push(')');
+        return total;
+    }
+    out.push_str(name);
+    out.push('[');
+    let mut elements: f64 = 1.0;
+    for (i, d) in shape.dimensions.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&d.to_string());
+        elements *= (*d).max(0) as f64;
+    }
+    out.push(']');
+    elem_bytes.map(|b| (b * elements).ceil())
+}
+
+/// Decodes one serialized HloProto and adds its instructions to `index` under
+/// `program_id` (when known) and under the module name.
+pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
+    let proto = HloProto::decode(bytes).map_err(|e| format!("undecodable HloProto: {e}"))?;
+    let Some(module) = proto.hlo_module else {
+        return Ok(());
+    };
+    let module_id = pool.intern(&module.name);
+    if let Some(pid) = program_id {
+        let programs = index.modules.entry(module_id).or_default();
+        if !programs.contains(&pid) {
+            programs.push(pid);
+        }
+    }
+    let mut shape_text = String::new();
+    for comp in &module.computations {
+        for instr in &comp.instructions {
+            shape_text.clear();
+            let shape_bytes = instr.shape.as_ref().and_then(|s| render_shape(s, &mut shape_text));
+            let meta = instr.metadata.clone().unwrap_or_default();
+            let info = HloInstr {
+                opcode: pool.intern(&instr.opcode),
+                op_name: if meta.op_name.is_empty() { crate::model::NO_STR } else { pool.intern(&meta.op_name) },
+                source_file: if meta.source_file.is_empty() { crate::model::NO_STR } else { pool.intern(&meta.source_file) },
+                source_line: meta.source_line,
+                shape: if shape_text.is_empty() { crate::model::NO_STR } else { pool.intern(&shape_text) },
+                shape_bytes: shape_bytes.map(|b| b as i64),
+            };
+            let name_id = pool.intern(&instr.name);
+            if let Some(pid) = program_id {
+                index.by_program.insert((pid, name_id), info.clone());
+            }
+            // First module wins for name lookups; program ids disambiguate the rest.
+            index.by_module.entry((module_id, name_id)).or_insert(info);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Decode: profile files and directories → one [`Capture`] per run.
+//!
+//! An INPUT is a profile log directory (`<log_dir>/.../plugins/profile/<timestamp>/`), a
+//! session directory, an `*.xplane.pb`, or a trace JSON (`.json`, `.json.gz`). All hosts'
+//! files of one session form one run. XPlane is preferred; when it is missing or cannot be
+//! decoded the session's trace JSON is used and the reason goes into the run's warnings.
+
+pub mod hlo;
+pub mod trace_json;
+pub mod wire;
+pub mod xplane;
+
+use crate::model::Capture;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    XPlane,
+    TraceJson,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    pub kind: SourceKind,
+    pub host: String,
+}
+
+/// What an INPUT resolves to.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// Files of the chosen session (all XPlanes, or the trace JSONs).
+    pub files: Vec<SourceFile>,
+    /// Trace JSONs to fall back to when the XPlanes cannot be decoded.
+    pub fallback: Vec<SourceFile>,
+    /// `*.hlo_proto.pb` side files of the session.
+    pub hlo_files: Vec<PathBuf>,
+    /// A readable name for the run (the log directory name, or the file stem).
+    pub name_hint: String,
+    pub notes: Vec<String>,
+}
+
+/// An input problem, reported as one line: `<path>: <what>`.
+#[derive(Debug)]
+pub struct InputError {
+    pub path: PathBuf,
+    pub what: String,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.what)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn input_err(path: &Path, what: impl Into<String>) -> InputError {
+    InputError { path: path.to_path_buf(), what: what.into() }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+pub fn kind_of_file(p: &Path) -> Option<SourceKind> {
+    let n = file_name(p);
+    if n.ends_with(".xplane.pb") {
+        Some(SourceKind::XPlane)
+    } else if n.ends_with(".json") || n.ends_with(".json.gz") {
+        Some(SourceKind::TraceJson)
+    } else {
+        None
+    }
+}
+
+fn host_of_file(p: &Path) -> String {
+    let n = file_name(p);
+    for suffix in [".xplane.pb", ".trace.json.gz", ".trace.json", ".json.gz", ".json"] {
+        if let Some(stem) = n.strip_suffix(suffix) {
+            return stem.to_string();
+        }
+    }
+    n
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| input_err(dir, format!("cannot read directory: {e}")))?;
+    let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Directories under `root` (itself included) that directly hold profile files, depth-limited.
+fn session_dirs(root: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
+    let entries = sorted_entries(root)?;
+    if entries.iter().any(|p| p.is_file() && kind_of_file(p).is_some()) {
+        out.push(root.to_path_buf());
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    for e in entries {
+        if e.is_dir() && !file_name(&e).starts_with('.') {
+            session_dirs(&e, depth - 1, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The log directory name a session belongs to (`<log_dir>/plugins/profile/<ts>` → `<log_dir>`).
+fn log_dir_name(session: &Path) -> String {
+    let comps: Vec<String> = session.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if let Some(k) = comps.iter().rposition(|c| c == "plugins") {
+        if k > 0 {
+            return comps[k - 1].clone();
+        }
+    }
+    file_name(session)
+}
+
+pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
+    let meta = std::fs::metadata(input).map_err(|e| input_err(input, format!("cannot open: {e}")))?;
+    if meta.is_file() {
+        let kind = kind_of_file(input).or_else(|| sniff_kind(input)).ok_or_else(|| {
+            input_err(input, "not a profile: expected *.xplane.pb, *.json or *.json.gz")
+        })?;
+        let hint = match log_dir_name(input.parent().unwrap_or(Path::new(""))) {
+            n if input.components().any(|c| c.as_os_str() == "plugins") => n,
+            _ => host_of_file(input),
+        };
+        let hlo_files = if kind == SourceKind::XPlane { hlo_side_files(input.parent().unwrap_or(Path::new(".")))? } else { vec![] };
+        return Ok(Resolved {
+            files: vec![SourceFile { path: input.to_path_buf(), kind, host: host_of_file(input) }],
+            fallback: vec![],
+            hlo_files,
+            name_hint: hint,
+            notes: vec![],
+        });
+    }
+    let mut sessions = Vec::new();
+    session_dirs(input, 6, &mut sessions)?;
+    // Prefer sessions under plugins/profile; among them the newest (timestamps sort by name).
+    let profile_sessions: Vec<&PathBuf> = sessions.iter().filter(|s| s.components().any(|c| c.as_os_str() == "plugins")).collect();
+    let candidates: Vec<&PathBuf> = if profile_sessions.is_empty() { sessions.iter().collect() } else { profile_sessions };
+    let Some(session) = candidates.iter().max_by_key(|s| file_name(s)).map(|s| s.to_path_buf()) else {
+        return Err(input_err(input, "no profile found (no *.xplane.pb or trace JSON under this directory)"));
+    };
+    let mut notes = Vec::new();
+    if candidates.len() > 1 {
+        notes.push(format!("{} profile sessions found; using the newest, {}", candidates.len(), file_name(&session)));
+    }
+    let entries = sorted_entries(&session)?;
+    let xplanes: Vec<SourceFile> = entries
+        .iter()
+        .filter(|p| kind_of_file(p) == Some(SourceKind::XPlane))
+        .map(|p| SourceFile { path: p.clone(), kind: SourceKind::XPlane, host: host_of_file(p) })
+        .collect();
+    // Per-host `<host>.trace.json.gz` carry the host name; perfetto_trace.json.gz is a copy of one of them.
+    let per_host_json: Vec<SourceFile> = entries
+        .iter()
+        .filter(|p| kind_of_file(p) == Some(SourceKind::TraceJson) && !file_name(p).starts_with("perfetto_trace"))
+        .map(|p| SourceFile { path: p.clone(), kind: SourceKind::TraceJson, host: host_of_file(p) })
+        .collect();
+    let perfetto: Vec<SourceFile> = entries
+        .iter()
+        .filter(|p| file_name(p).starts_with("perfetto_trace") && kind_of_file(p).is_some())
+        .map(|p| SourceFile { path: p.clone(), kind: SourceKind::TraceJson, host: xplanes.first().map(|x| x.host.clone()).unwrap_or_else(|| "host".into()) })
+        .take(1)
+        .collect();
+    let json = if per_host_json.is_empty() { perfetto } else { per_host_json };
+    let (files, fallback) = if xplanes.is_empty() {
+        notes.push("no *.xplane.pb in the session; read the trace JSON instead".into());
+        (json, vec![])
+    } else {
+        (xplanes, json)
+    };
+    Ok(Resolved { files, fallback, hlo_files: hlo_side_files(&session)?, name_hint: log_dir_name(&session), notes })
+}
+
+fn hlo_side_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    Ok(sorted_entries(dir)?.into_iter().filter(|p| file_name(p).ends_with(".hlo_proto.pb")).collect())
+}
+
+/// Guesses the kind of a file without a known extension from its first bytes.
+fn sniff_kind(p: &Path) -> Option<SourceKind> {
+    let mut head = [0u8; 64];
+    let n = File::open(p).ok()?.read(&mut head).ok()?;
+    let head = &head[..n];
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Some(SourceKind::TraceJson);
+    }
+    match head.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') | Some(b'[') => Some(SourceKind::TraceJson),
+        _ => None,
+    }
+}
+
+/// What loading produced besides the capture.
+pub struct Loaded {
+    pub capture: Capture,
+    pub trace_sha256: String,
+    pub files: Vec<SourceFile>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Memory-maps a file (empty files are an error: there is nothing to map or decode).
+fn map_file(path: &Path) -> Result<memmap2::Mmap, InputError> {
+    let file = File::open(path).map_err(|e| input_err(path, format!("cannot open: {e}")))?;
+    let len = file.metadata().map_err(|e| input_err(path, format!("cannot stat: {e}")))?.len();
+    if len == 0 {
+        return Err(input_err(path, "empty file"));
+    }
+    // SAFETY: the map is read-only and profq never writes input files; a file truncated
+    // underneath us by another process is outside what any reader can defend against.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| input_err(path, format!("cannot map: {e}")))
+}
+
+/// Decodes every file of a resolved input into one capture (one run).
+pub fn load(resolved: &Resolved) -> Result<Loaded, InputError> {
+    match load_files(&resolved.files, resolved) {
+        Ok(l) => Ok(l),
+        Err(e) if !resolved.fallback.is_empty() => {
+            let mut l = load_files(&resolved.fallback, resolved).map_err(|e2| {
+                input_err(&e.path, format!("{}; fallback trace JSON failed too: {e2}", e.what))
+            })?;
+            l.capture.meta.quality_warnings.insert(0, format!("XPlane not used ({e}); read the trace JSON instead"));
+            Ok(l)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn load_files(files: &[SourceFile], resolved: &Resolved) -> Result<Loaded, InputError> {
+    let mut capture = Capture::default();
+    capture.meta.quality_warnings.extend(resolved.notes.iter().cloned());
+    let mut digests = Vec::new();
+    let mut host_starts: Vec<(String, Option<i64>, usize)> = Vec::new();
+    for f in files {
+        let chunks_before = capture.chunks.len();
+        let (digest, start) = match f.kind {
+            SourceKind::XPlane => load_xplane(f, &mut capture)?,
+            SourceKind::TraceJson => load_json(f, &mut capture)?,
+        };
+        digests.push((file_name(&f.path), digest));
+        host_starts.push((f.host.clone(), start, chunks_before));
+    }
+    capture.meta.source_format = match files.first().map(|f| f.kind) {
+        Some(SourceKind::XPlane) => "xplane",
+        _ => "trace_json",
+    };
+    for h in &resolved.hlo_files {
+        let bytes = std::fs::read(h).map_err(|e| input_err(h, format!("cannot read: {e}")))?;
+        let name = file_name(h);
+        let module = name.trim_end_matches(".hlo_proto.pb");
+        let program_id = module.rfind('(').and_then(|k| module[k + 1..].trim_end_matches(')').parse::<u64>().ok()).map(|v| v as i64);
+        if let Err(e) = hlo::index_hlo_proto(&bytes, program_id, &mut capture.strings, &mut capture.hlo) {
+            capture.meta.quality_warnings.push(format!("{name}: {e}"));
+        }
+    }
+    align_hosts(&mut capture, &host_starts);
+    let trace_sha256 = if digests.len() == 1 {
+        digests[0].1.clone()
+    } else {
+        let mut d = digests.clone();
+        d.sort();
+        let mut h = Sha256::new();
+        for (n, s) in d {
+            h.update(format!("{n}:{s}\n").as_bytes());
+        }
+        hex(&h.finalize())
+    };
+    Ok(Loaded { capture, trace_sha256, files: files.to_vec() })
+}
+
+/// Shifts each host's events so that all `start_ns` share the earliest host's start.
+fn align_hosts(capture: &mut Capture, host_starts: &[(String, Option<i64>, usize)]) {
+    let run_start = host_starts.iter().filter_map(|h| h.1).min();
+    if capture.meta.start_epoch_ns.is_none() {
+        capture.meta.start_epoch_ns = run_start;
+    }
+    let Some(run_start) = run_start else { return };
+    for (k, (_, start, first_chunk)) in host_starts.iter().enumerate() {
+        let end_chunk = host_starts.get(k + 1).map_or(capture.chunks.len(), |h| h.2);
+        let shift = start.map_or(0, |s| s - run_start);
+        if shift == 0 {
+            continue;
+        }
+        for c in &mut capture.chunks[*first_chunk..end_chunk] {
+            for s in c.start_ns.iter_mut() {
+                *s += shift;
+            }
+        }
+    }
+}
+
+fn load_xplane(f: &SourceFile, capture: &mut Capture) -> Result<(String, Option<i64>), InputError> {
+    let map = map_file(&f.path)?;
+    let bytes: &[u8] = &map;
+    if bytes.starts_with(&[0x1f, 0x8b]) || matches!(bytes.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{')) {
+        return Err(input_err(&f.path, "not an XPlane protobuf (looks like JSON or gzip)"));
+    }
+    // Hash on another core while this one decodes.
+    let (digest, decoded) = std::thread::scope(|s| {
+        let hasher = s.spawn(|| hex(&Sha256::digest(bytes)));
+        let decoded = xplane::decode_xspace(bytes, &f.host, capture);
+        (hasher.join().expect("hash thread"), decoded)
+    });
+    let start = decoded.map_err(|e| input_err(&f.path, format!("corrupt or truncated XPlane: {e}")))?;
+    if capture.planes.is_empty() {
+        return Err(input_err(&f.path, "not an XPlane: no planes decoded"));
+    }
+    Ok((digest, start))
+}
+
+fn load_json(f: &SourceFile, capture: &mut Capture) -> Result<(String, Option<i64>), InputError> {
+    let map = map_file(&f.path)?;
+    let bytes: &[u8] = &map;
+    let (digest, decoded) = std::thread::scope(|s| {
+        let hasher = s.spawn(|| hex(&Sha256::digest(bytes)));
+        let decoded = if bytes.starts_with(&[0x1f, 0x8b]) {
+            trace_json::decode_trace_json(flate2::read::MultiGzDecoder::new(bytes), &f.host, capture)
+        } else {
+            trace_json::decode_trace_json(bytes, &f.host, capture)
+        };
+        (hasher.join().expect("hash thread"), decoded)
+    });
+    decoded.map_err(|e| input_err(&f.path, e))?;
+    Ok((digest, None))
+}

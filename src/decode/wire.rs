@@ -1,0 +1,198 @@
+//! Zero-copy protobuf wire-format reader.
+//!
+//! XPlane files are decoded field by field straight from the (memory-mapped) file bytes:
+//! no message is materialised, no string is copied, and a length prefix can never make us
+//! allocate, because every length is checked against the bytes that are really there.
+//! This is also what lets profq read XSpaces larger than protobuf's 2 GiB message limit.
+
+use std::fmt;
+
+/// A decoding failure with the byte offset (relative to the buffer being read) where it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireError {
+    pub offset: usize,
+    pub what: &'static str,
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.what, self.offset)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// The value of one field, borrowed from the buffer.
+#[derive(Debug, Clone, Copy)]
+pub enum Value<'a> {
+    Varint(u64),
+    Fixed64(u64),
+    Fixed32(u32),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> Value<'a> {
+    pub fn as_u64(self) -> u64 {
+        match self {
+            Value::Varint(v) | Value::Fixed64(v) => v,
+            Value::Fixed32(v) => v as u64,
+            Value::Bytes(_) => 0,
+        }
+    }
+    pub fn as_i64(self) -> i64 {
+        self.as_u64() as i64
+    }
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Value::Fixed64(v) => f64::from_bits(v),
+            Value::Fixed32(v) => f32::from_bits(v) as f64,
+            Value::Varint(v) => v as f64,
+            Value::Bytes(_) => 0.0,
+        }
+    }
+    pub fn as_bytes(self) -> &'a [u8] {
+        match self {
+            Value::Bytes(b) => b,
+            _ => &[],
+        }
+    }
+}
+
+/// Iterates over the fields of one message. Stops at the first malformed field and reports it.
+pub struct Fields<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Offset of `buf` within the file, so errors point at file positions.
+    base: usize,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Fields { buf, pos: 0, base: 0 }
+    }
+    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
+        Fields { buf, pos: 0, base }
+    }
+
+    /// File offset of the next unread byte.
+    pub fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    fn err(&self, what: &'static str) -> WireError {
+        WireError { offset: self.base + self.pos, what }
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Result<u64, WireError> {
+        let mut result: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let Some(&byte) = self.buf.get(self.pos) else {
+                return Err(self.err("truncated varint"));
+            };
+            self.pos += 1;
+            if shift == 63 && byte > 1 {
+                return Err(self.err("varint overflows 64 bits"));
+            }
+            result |= ((byte & 0x7f) as u64) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(result);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(self.err("varint longer than 10 bytes"));
+            }
+        }
+    }
+
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], WireError> {
+        if n > self.buf.len() - self.pos {
+            return Err(self.err(what));
+        }
+        let slice = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(slice)
+    }
+
+    /// The next (field number, value, file offset of the value), or None at the end of the message.
+    #[inline]
+    pub fn next_field(&mut self) -> Result<Option<(u32, Value<'a>, usize)>, WireError> {
+        if self.pos >= self.buf.len() {
+            return Ok(None);
+        }
+        let key = self.varint()?;
+        let field = (key >> 3) as u32;
+        if field == 0 || key >> 3 > u32::MAX as u64 {
+            return Err(self.err("invalid field number"));
+        }
+        let value = match key & 7 {
+            0 => Value::Varint(self.varint()?),
+            1 => {
+                let b = self.take(8, "truncated fixed64")?;
+                Value::Fixed64(u64::from_le_bytes(b.try_into().unwrap()))
+            }
+            2 => {
+                let len = self.varint()?;
+                let len = usize::try_from(len).map_err(|_| self.err("length prefix too large"))?;
+                let start = self.offset();
+                let b = self.take(len, "length prefix runs past the end of the data")?;
+                return Ok(Some((field, Value::Bytes(b), start)));
+            }
+            5 => {
+                let b = self.take(4, "truncated fixed32")?;
+                Value::Fixed32(u32::from_le_bytes(b.try_into().unwrap()))
+            }
+            _ => return Err(self.err("unsupported wire type (groups are not used by XPlane)")),
+        };
+        Ok(Some((field, value, self.offset())))
+    }
+}
+
+/// Reads a packed or unpacked repeated varint field value into `out`.
+pub fn push_varints(value: Value<'_>, out: &mut Vec<i64>) -> Result<(), WireError> {
+    match value {
+        Value::Bytes(b) => {
+            let mut f = Fields::new(b);
+            while f.pos < b.len() {
+                out.push(f.varint()? as i64);
+            }
+            Ok(())
+        }
+        v => {
+            out.push(v.as_i64());
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_varints_and_lengths() {
+        // field 1 varint 300, field 2 bytes "hi"
+        let buf = [0x08, 0xac, 0x02, 0x12, 0x02, b'h', b'i'];
+        let mut f = Fields::new(&buf);
+        let (n, v, _) = f.next_field().unwrap().unwrap();
+        assert_eq!((n, v.as_u64()), (1, 300));
+        let (n, v, _) = f.next_field().unwrap().unwrap();
+        assert_eq!((n, v.as_bytes()), (2, &b"hi"[..]));
+        assert!(f.next_field().unwrap().is_none());
+    }
+
+    #[test]
+    fn absurd_length_prefix_is_an_error_not_an_allocation() {
+        // field 2, length 2^62
+        let buf = [0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40];
+        let err = Fields::new(&buf).next_field().unwrap_err();
+        assert!(err.what.contains("length prefix"), "{err}");
+    }
+
+    #[test]
+    fn truncated_varint_is_an_error() {
+        let buf = [0x08, 0xff];
+        assert!(Fields::new(&buf).next_field().is_err());
+    }
+}

@@ -1,0 +1,605 @@
+//! XPlane (`*.xplane.pb`, an XSpace) → [`Capture`].
+//!
+//! The file is read in place (memory-mapped by the caller) with the zero-copy wire reader:
+//! plane headers and metadata are decoded first, then the lines are split into byte-balanced
+//! groups decoded in parallel, one [`EventChunk`] per group. Field numbers are those of
+//! `proto/xplane.proto`. Times become integer ns relative to the host's profile start:
+//! `line.timestamp_ns + offset_ps`, rounded at both ends so nesting is preserved.
+
+use super::hlo::index_hlo_proto;
+use super::wire::{Fields, Value, WireError};
+use crate::model::*;
+use std::collections::HashMap;
+
+/// What a stat becomes in the events table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    HloOp,
+    HloModule,
+    TfOp,
+    ProgramId,
+    Step,
+    CorrelationId,
+    DeviceOrdinal,
+    Arg,
+}
+
+fn role_of(name: &str) -> Role {
+    match name {
+        "hlo_op" => Role::HloOp,
+        "hlo_module" => Role::HloModule,
+        "tf_op" => Role::TfOp,
+        "program_id" => Role::ProgramId,
+        "step_num" => Role::Step,
+        "correlation_id" => Role::CorrelationId,
+        "device_ordinal" => Role::DeviceOrdinal,
+        _ => Role::Arg,
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct StatInfo {
+    name: u32,
+    role: Role,
+}
+
+/// A stat value resolved enough to be applied to an event.
+#[derive(Clone, Copy, Debug)]
+enum StatValue<'a> {
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+    Str(&'a str),
+    /// A string already in the run pool (refs, metadata strings).
+    Pooled(u32),
+    Bytes(&'a [u8]),
+}
+
+/// Dense-or-sparse map from protobuf int64 ids (metadata ids are usually small and dense).
+struct IdMap<T> {
+    dense: Vec<Option<T>>,
+    sparse: HashMap<i64, T>,
+}
+
+impl<T> IdMap<T> {
+    fn new() -> Self {
+        IdMap { dense: Vec::new(), sparse: HashMap::new() }
+    }
+    fn insert(&mut self, id: i64, v: T) {
+        if (0..1 << 20).contains(&id) {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, || None);
+            }
+            self.dense[i] = Some(v);
+        } else {
+            self.sparse.insert(id, v);
+        }
+    }
+    #[inline]
+    fn get(&self, id: i64) -> Option<&T> {
+        if (0..self.dense.len() as i64).contains(&id) {
+            self.dense[id as usize].as_ref()
+        } else if self.sparse.is_empty() {
+            None
+        } else {
+            self.sparse.get(&id)
+        }
+    }
+}
+
+struct EventMeta {
+    name: u32,
+    display_name: u32,
+    /// Stats attached to the metadata; event-level stats with the same key win.
+    stats: Vec<(StatInfo, OwnedStat)>,
+}
+
+#[derive(Clone, Debug)]
+enum OwnedStat {
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+    Pooled(u32),
+}
+
+impl OwnedStat {
+    fn as_value(&self) -> StatValue<'static> {
+        match *self {
+            OwnedStat::Int(v) => StatValue::Int(v),
+            OwnedStat::UInt(v) => StatValue::UInt(v),
+            OwnedStat::Double(v) => StatValue::Double(v),
+            OwnedStat::Pooled(v) => StatValue::Pooled(v),
+        }
+    }
+}
+
+/// Plane-level decoding context shared read-only by the line workers.
+struct PlaneCtx {
+    stats: IdMap<StatInfo>,
+    events: IdMap<EventMeta>,
+}
+
+struct LineJob<'a> {
+    line_index: u32,
+    timestamp_ns: i64,
+    events: Vec<&'a [u8]>,
+    plane: usize,
+    base: usize,
+}
+
+/// Errors carry the file offset where decoding failed.
+pub type Result<T> = std::result::Result<T, WireError>;
+
+/// Decodes an XSpace and appends its planes, lines and events to `capture`.
+/// Returns the host's profile start (ns since epoch) when the profile records it.
+pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) -> Result<Option<i64>> {
+    let mut planes: Vec<(&[u8], usize)> = Vec::new();
+    let mut hostnames: Vec<String> = Vec::new();
+    let mut f = Fields::new(bytes);
+    while let Some((field, value, off)) = f.next_field()? {
+        match field {
+            1 => planes.push((value.as_bytes(), off)),
+            2 | 3 => {
+                let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                let kind = if field == 2 { "error" } else { "warning" };
+                capture.meta.quality_warnings.push(format!("xspace {kind}: {text}"));
+            }
+            4 => hostnames.push(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+            _ => {}
+        }
+    }
+    let host_name = hostnames.first().filter(|h| !h.is_empty()).cloned().unwrap_or_else(|| default_host.to_string());
+    let host = capture.strings.intern(&host_name);
+    if !capture.meta.hosts.contains(&host_name) {
+        capture.meta.hosts.push(host_name);
+    }
+
+    // Pass 1: plane headers, metadata tables, special planes.
+    let mut ctxs: Vec<PlaneCtx> = Vec::new();
+    let mut jobs: Vec<LineJob> = Vec::new();
+    let mut start_epoch: Option<i64> = None;
+    for (plane_bytes, plane_off) in planes {
+        let mut name = String::new();
+        let mut line_slices = Vec::new();
+        let mut event_meta_entries = Vec::new();
+        let mut stat_meta_entries = Vec::new();
+        let mut plane_stats = Vec::new();
+        let mut pf = Fields::with_base(plane_bytes, plane_off);
+        while let Some((field, value, off)) = pf.next_field()? {
+            match field {
+                2 => name = String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                3 => line_slices.push((value.as_bytes(), off)),
+                4 => event_meta_entries.push((value.as_bytes(), off)),
+                5 => stat_meta_entries.push((value.as_bytes(), off)),
+                6 => plane_stats.push((value.as_bytes(), off)),
+                _ => {}
+            }
+        }
+        let mut stats = IdMap::new();
+        for (entry, off) in stat_meta_entries {
+            let (id, msg) = map_entry(entry, off)?;
+            let mut sname = "";
+            let mut mf = Fields::with_base(msg.0, msg.1);
+            while let Some((field, value, _)) = mf.next_field()? {
+                if field == 2 {
+                    sname = std::str::from_utf8(value.as_bytes()).unwrap_or("");
+                }
+            }
+            let sname = if sname.is_empty() { String::from_utf8_lossy(b"").into_owned() } else { sname.to_string() };
+            stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role: role_of(&sname) });
+        }
+
+        let plane_index = capture.planes.len() as u32;
+        let kind = plane_kind(&name);
+        let device = if kind == PlaneKind::Device {
+            capture.strings.intern(name.trim_start_matches("/device:"))
+        } else {
+            NO_STR
+        };
+        let plane_name = capture.strings.intern(&name);
+        capture.planes.push(Plane { host, name: plane_name, kind, device });
+
+        // Plane stats: producer versions, profile start, device kind.
+        for (stat_bytes, off) in plane_stats {
+            let (info, value) = read_stat(stat_bytes, off, &stats, &capture.strings)?;
+            let Some(info) = info else { continue };
+            let key = capture.strings.get(info.name).unwrap_or("").to_string();
+            let text = value_text(value, &capture.strings);
+            match key.as_str() {
+                "profile_start_time" => start_epoch = value_i64(value),
+                "jax_version" => capture.meta.jax_version = Some(text),
+                "jaxlib_version" => capture.meta.jaxlib_version = Some(text),
+                "device_type_string" | "device_vendor" => {
+                    let kind = if key == "device_vendor" { format!("{text} GPU") } else { text };
+                    if !capture.meta.device_kinds.contains(&kind) {
+                        capture.meta.device_kinds.push(kind);
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        let is_metadata_plane = name == "/host:metadata";
+        let mut events = IdMap::new();
+        for (entry, off) in event_meta_entries {
+            let (id, msg) = map_entry(entry, off)?;
+            let mut mname: &[u8] = b"";
+            let mut dname: &[u8] = b"";
+            let mut mstats = Vec::new();
+            let mut hlo_bytes: Option<&[u8]> = None;
+            let mut program_id: Option<i64> = None;
+            let mut mf = Fields::with_base(msg.0, msg.1);
+            while let Some((field, value, off)) = mf.next_field()? {
+                match field {
+                    2 => mname = value.as_bytes(),
+                    4 => dname = value.as_bytes(),
+                    5 => {
+                        let (info, v) = read_stat(value.as_bytes(), off, &stats, &capture.strings)?;
+                        let Some(info) = info else { continue };
+                        if is_metadata_plane {
+                            let key = capture.strings.get(info.name).unwrap_or("");
+                            if key == "Hlo Proto" {
+                                if let StatValue::Bytes(b) = v {
+                                    hlo_bytes = Some(b);
+                                }
+                                continue;
+                            }
+                            if key == "program_id" {
+                                program_id = value_i64(v);
+                            }
+                        }
+                        let owned = match v {
+                            StatValue::Int(x) => OwnedStat::Int(x),
+                            StatValue::UInt(x) => OwnedStat::UInt(x),
+                            StatValue::Double(x) => OwnedStat::Double(x),
+                            StatValue::Pooled(x) => OwnedStat::Pooled(x),
+                            StatValue::Str(s) => OwnedStat::Pooled(capture.strings.intern(s)),
+                            StatValue::Bytes(b) => OwnedStat::Pooled(capture.strings.intern(&bytes_text(b))),
+                        };
+                        mstats.push((info, owned));
+                    }
+                    _ => {}
+                }
+            }
+            let mname = String::from_utf8_lossy(mname);
+            if let Some(hlo) = hlo_bytes {
+                let program_id = program_id.or_else(|| program_id_from_module_name(&mname));
+                if let Err(e) = index_hlo_proto(hlo, program_id, &mut capture.strings, &mut capture.hlo) {
+                    capture.meta.quality_warnings.push(format!("{mname}: {e}"));
+                }
+            }
+            let dname = String::from_utf8_lossy(dname);
+            let name_id = capture.strings.intern(&mname);
+            let display_id = if dname.is_empty() || dname == mname { NO_STR } else { capture.strings.intern(&dname) };
+            events.insert(id, EventMeta { name: name_id, display_name: display_id, stats: mstats });
+        }
+
+        // Lines: header now, events later in parallel.
+        for (line_bytes, off) in line_slices {
+            let mut lf = Fields::with_base(line_bytes, off);
+            let (mut id, mut display_id, mut ts) = (0i64, 0i64, 0i64);
+            let (mut lname, mut dname): (&[u8], &[u8]) = (b"", b"");
+            let mut evs = Vec::new();
+            while let Some((field, value, _)) = lf.next_field()? {
+                match field {
+                    1 => id = value.as_i64(),
+                    10 => display_id = value.as_i64(),
+                    2 => lname = value.as_bytes(),
+                    11 => dname = value.as_bytes(),
+                    3 => ts = value.as_i64(),
+                    4 => evs.push(value.as_bytes()),
+                    _ => {}
+                }
+            }
+            let _ = display_id;
+            let chosen = if !dname.is_empty() { dname } else { lname };
+            let line_name = if chosen.is_empty() {
+                format!("xline:{}", capture.lines.len())
+            } else {
+                String::from_utf8_lossy(chosen).into_owned()
+            };
+            capture.meta.num_events_total += evs.len() as i64;
+            let line_index = capture.lines.len() as u32;
+            capture.lines.push(Line { plane: plane_index, line_id: id, name: capture.strings.intern(&line_name) });
+            if !evs.is_empty() {
+                let base = off;
+                jobs.push(LineJob { line_index, timestamp_ns: ts, events: evs, plane: ctxs.len(), base });
+            }
+        }
+        ctxs.push(PlaneCtx { stats, events });
+    }
+
+    // Line timestamps are relative to the profile start on every producer we know; a value
+    // that is plainly an epoch time is made relative too.
+    for job in jobs.iter_mut() {
+        if let Some(start) = start_epoch {
+            if job.timestamp_ns > 1_000_000_000_000_000_000 / 10 && job.timestamp_ns >= start / 2 {
+                job.timestamp_ns -= start;
+            }
+        }
+    }
+
+    // Pass 2: events, in parallel over byte-balanced groups of lines.
+    let groups = balance(&jobs, worker_count());
+    let pool = &capture.strings;
+    let ctxs = &ctxs;
+    let results: Vec<Result<EventChunk>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .iter()
+            .map(|group| {
+                let group: Vec<&LineJob> = group.iter().map(|&i| &jobs[i]).collect();
+                scope.spawn(move || decode_lines(&group, ctxs, pool))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("line decoder panicked")).collect()
+    });
+    for chunk in results {
+        let mut chunk = chunk?;
+        chunk.merge_strings_into(&mut capture.strings);
+        capture.meta.num_complete_events += chunk.len() as i64;
+        capture.chunks.push(chunk);
+    }
+    Ok(start_epoch)
+}
+
+pub fn plane_kind(name: &str) -> PlaneKind {
+    if name.starts_with("/device:") && !name.starts_with("/device:CUSTOM") {
+        PlaneKind::Device
+    } else if name.starts_with("/host:") && name != "/host:metadata" {
+        PlaneKind::Host
+    } else {
+        PlaneKind::Other
+    }
+}
+
+fn program_id_from_module_name(name: &str) -> Option<i64> {
+    let open = name.rfind('(')?;
+    let inner = name[open + 1..].strip_suffix(')')?;
+    inner.parse::<u64>().ok().map(|v| v as i64)
+}
+
+fn worker_count() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 16)
+}
+
+/// Splits jobs into at most `n` contiguous groups of roughly equal byte size.
+fn balance(jobs: &[LineJob], n: usize) -> Vec<Vec<usize>> {
+    let total: usize = jobs.iter().map(job_bytes).sum();
+    let target = total / n.max(1) + 1;
+    let mut groups = vec![Vec::new()];
+    let mut acc = 0;
+    for (i, job) in jobs.iter().enumerate() {
+        if acc >= target && groups.len() < n {
+            groups.push(Vec::new());
+            acc = 0;
+        }
+        acc += job_bytes(job);
+        groups.last_mut().unwrap().push(i);
+    }
+    groups.retain(|g| !g.is_empty());
+    groups
+}
+
+fn job_bytes(job: &LineJob) -> usize {
+    job.events.iter().map(|e| e.len() + 2).sum()
+}
+
+/// Parses a map<int64, Message> entry: key = 1, value = 2.
+fn map_entry(entry: &[u8], off: usize) -> Result<(i64, (&[u8], usize))> {
+    let mut id = 0;
+    let mut msg: (&[u8], usize) = (&[], off);
+    let mut f = Fields::with_base(entry, off);
+    while let Some((field, value, voff)) = f.next_field()? {
+        match field {
+            1 => id = value.as_i64(),
+            2 => msg = (value.as_bytes(), voff),
+            _ => {}
+        }
+    }
+    Ok((id, msg))
+}
+
+/// Reads one XStat. Unknown stat metadata ids yield `None` (the stat is dropped).
+#[inline]
+fn read_stat<'a>(bytes: &'a [u8], off: usize, stats: &IdMap<StatInfo>, pool: &StringPool) -> Result<(Option<StatInfo>, StatValue<'a>)> {
+    let mut f = Fields::with_base(bytes, off);
+    let mut id = 0i64;
+    let mut value = StatValue::Int(0);
+    while let Some((field, v, _)) = f.next_field()? {
+        value = match (field, v) {
+            (1, v) => {
+                id = v.as_i64();
+                continue;
+            }
+            (2, v) => StatValue::Double(v.as_f64()),
+            (3, v) => StatValue::UInt(v.as_u64()),
+            (4, v) => StatValue::Int(v.as_i64()),
+            (5, Value::Bytes(b)) => match std::str::from_utf8(b) {
+                Ok(s) => StatValue::Str(s),
+                Err(_) => StatValue::Bytes(b),
+            },
+            (6, Value::Bytes(b)) => StatValue::Bytes(b),
+            (7, v) => match stats.get(v.as_i64()) {
+                Some(target) => StatValue::Pooled(target.name),
+                None => StatValue::Pooled(NO_STR),
+            },
+            _ => continue,
+        };
+    }
+    let _ = pool;
+    Ok((stats.get(id).copied(), value))
+}
+
+fn value_i64(v: StatValue) -> Option<i64> {
+    match v {
+        StatValue::Int(x) => Some(x),
+        StatValue::UInt(x) => Some(x as i64),
+        StatValue::Double(x) if x.is_finite() => Some(x as i64),
+        StatValue::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn bytes_text(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let mut out = String::with_capacity(2 + b.len() * 2);
+            out.push_str("0x");
+            for byte in b {
+                out.push_str(&format!("{byte:02x}"));
+            }
+            out
+        }
+    }
+}
+
+fn value_text(v: StatValue, pool: &StringPool) -> String {
+    let mut out = String::new();
+    write_value(v, pool, &mut out);
+    out
+}
+
+fn write_value(v: StatValue, pool: &StringPool, out: &mut String) {
+    match v {
+        StatValue::Int(x) => out.push_str(itoa::Buffer::new().format(x)),
+        StatValue::UInt(x) => out.push_str(itoa::Buffer::new().format(x)),
+        StatValue::Double(x) => {
+            if x.is_finite() {
+                out.push_str(ryu::Buffer::new().format(x))
+            } else {
+                out.push_str(&x.to_string())
+            }
+        }
+        StatValue::Str(s) => out.push_str(s),
+        StatValue::Pooled(id) => out.push_str(pool.get(id).unwrap_or("")),
+        StatValue::Bytes(b) => out.push_str(&bytes_text(b)),
+    }
+}
+
+fn ps_to_ns(ps: i128) -> i64 {
+    let ns = (ps + 500).div_euclid(1000);
+    ns.clamp(i64::MIN as i128 + 1, i64::MAX as i128) as i64
+}
+
+fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Result<EventChunk> {
+    let mut chunk = EventChunk::new();
+    let mut scratch = String::new();
+    let mut seen: Vec<u32> = Vec::new();
+    for job in jobs {
+        let ctx = &ctxs[job.plane];
+        let line_start = chunk.len();
+        for ev in &job.events {
+            let mut f = Fields::with_base(ev, job.base);
+            let (mut meta_id, mut offset_ps, mut dur_ps, mut aggregated) = (0i64, 0i64, 0i64, false);
+            let mut stat_slices: [(&[u8], usize); 16] = [(&[], 0); 16];
+            let mut extra_stats: Vec<(&[u8], usize)> = Vec::new();
+            let mut nstats = 0;
+            while let Some((field, value, off)) = f.next_field()? {
+                match field {
+                    1 => meta_id = value.as_i64(),
+                    2 => offset_ps = value.as_i64(),
+                    3 => dur_ps = value.as_i64(),
+                    4 => {
+                        if nstats < 16 {
+                            stat_slices[nstats] = (value.as_bytes(), off);
+                        } else {
+                            extra_stats.push((value.as_bytes(), off));
+                        }
+                        nstats += 1;
+                    }
+                    5 => aggregated = true,
+                    _ => {}
+                }
+            }
+            if aggregated {
+                continue;
+            }
+            let start_ps = job.timestamp_ns as i128 * 1000 + offset_ps as i128;
+            let start = ps_to_ns(start_ps);
+            let end = ps_to_ns(start_ps + dur_ps.max(0) as i128);
+            let meta = ctx.events.get(meta_id);
+            chunk.line.push(job.line_index);
+            chunk.name.push(meta.map_or(NO_STR, |m| m.name));
+            chunk.display_name.push(meta.map_or(NO_STR, |m| m.display_name));
+            chunk.category.push(NO_STR);
+            chunk.start_ns.push(start);
+            chunk.dur_ns.push(end - start);
+            chunk.hlo_op.push(NO_STR);
+            chunk.hlo_module.push(NO_STR);
+            chunk.tf_op.push(NO_STR);
+            chunk.program_id.push(NULL_I64);
+            chunk.step.push(NULL_I64);
+            chunk.correlation_id.push(NULL_I64);
+            chunk.device_ordinal.push(NULL_I64);
+            let i = chunk.len() - 1;
+            seen.clear();
+            let inline = &stat_slices[..nstats.min(16)];
+            for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
+                let (info, value) = read_stat(bytes, off, &ctx.stats, pool)?;
+                if let Some(info) = info {
+                    seen.push(info.name);
+                    apply_stat(&mut chunk, i, info, value, pool, &mut scratch);
+                }
+            }
+            if let Some(meta) = meta {
+                for (info, value) in &meta.stats {
+                    if !seen.contains(&info.name) {
+                        apply_stat(&mut chunk, i, *info, value.as_value(), pool, &mut scratch);
+                    }
+                }
+            }
+            chunk.arg_offsets.push(chunk.arg_key.len() as u32);
+        }
+        let _ = line_start;
+    }
+    chunk.sort_within_lines();
+    chunk.compute_nesting();
+    Ok(chunk)
+}
+
+#[inline]
+fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue, pool: &StringPool, scratch: &mut String) {
+    match info.role {
+        Role::HloOp | Role::HloModule | Role::TfOp => {
+            let id = match value {
+                StatValue::Pooled(id) => id,
+                StatValue::Str(s) => chunk.local(s),
+                other => {
+                    scratch.clear();
+                    write_value(other, pool, scratch);
+                    chunk.local(scratch)
+                }
+            };
+            let col = match info.role {
+                Role::HloOp => &mut chunk.hlo_op,
+                Role::HloModule => &mut chunk.hlo_module,
+                _ => &mut chunk.tf_op,
+            };
+            col[i] = id;
+        }
+        Role::ProgramId | Role::Step | Role::CorrelationId | Role::DeviceOrdinal => {
+            let Some(v) = (match value {
+                StatValue::Pooled(id) => pool.get(id).and_then(|s| s.trim().parse().ok()),
+                other => value_i64(other),
+            }) else {
+                return;
+            };
+            let col = match info.role {
+                Role::ProgramId => &mut chunk.program_id,
+                Role::Step => &mut chunk.step,
+                Role::CorrelationId => &mut chunk.correlation_id,
+                _ => &mut chunk.device_ordinal,
+            };
+            col[i] = v;
+        }
+        Role::Arg => {
+            scratch.clear();
+            write_value(value, pool, scratch);
+            chunk.arg_key.push(info.name);
+            chunk.arg_value_bytes.extend_from_slice(scratch.as_bytes());
+            chunk.arg_value_offsets.push(chunk.arg_value_bytes.len() as u32);
+        }
+    }
+}

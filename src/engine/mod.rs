@@ -1,0 +1,77 @@
+//! Engine: DataFusion over the store, read-only.
+//!
+//! Every table of the contract is registered over all runs of the store (hive partition
+//! `run_id`). SQL is planned with DDL, DML and other statements disabled, so a query can
+//! neither create, change nor copy data, and no table function reading other files exists.
+
+use crate::tables::schema;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::MemTable;
+use datafusion::execution::context::SQLOptions;
+use datafusion::prelude::*;
+use std::path::Path;
+use std::sync::Arc;
+
+pub struct Engine {
+    pub ctx: SessionContext,
+}
+
+/// A refused or failed query, as one line.
+#[derive(Debug)]
+pub struct QueryError(pub String);
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for QueryError {}
+
+/// Arrow schema of a table as seen through the store (contract columns + run_id).
+pub fn table_schema(t: &schema::Table) -> datafusion::arrow::datatypes::SchemaRef {
+    let mut fields: Vec<_> = schema::arrow_schema(t).fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(datafusion::arrow::datatypes::Field::new("run_id", DataType::Utf8, false));
+    Arc::new(datafusion::arrow::datatypes::Schema::new(fields))
+}
+
+impl Engine {
+    pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
+        let config = SessionConfig::new().with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).with_information_schema(true);
+        let ctx = SessionContext::new_with_config(config);
+        for t in schema::TABLES {
+            let dir = store_root.join(t.name);
+            let has_files = std::fs::read_dir(&dir).map(|mut rd| rd.next().is_some()).unwrap_or(false);
+            if has_files {
+                let abs = std::fs::canonicalize(&dir).map_err(|e| QueryError(format!("{}: {e}", dir.display())))?;
+                let url = ListingTableUrl::parse(format!("{}/", abs.display())).map_err(|e| QueryError(e.to_string()))?;
+                let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+                    .with_file_extension(".parquet")
+                    .with_table_partition_cols(vec![("run_id".to_string(), DataType::Utf8)]);
+                let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(schema::arrow_schema(t));
+                let table = ListingTable::try_new(config).map_err(|e| QueryError(e.to_string()))?;
+                ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
+            } else {
+                let empty = MemTable::try_new(table_schema(t), vec![vec![]]).map_err(|e| QueryError(e.to_string()))?;
+                ctx.register_table(t.name, Arc::new(empty)).map_err(|e| QueryError(e.to_string()))?;
+            }
+        }
+        Ok(Engine { ctx })
+    }
+
+    /// Runs one read-only SQL statement.
+    pub async fn sql(&self, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
+        let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
+        let df = self.ctx.sql_with_options(sql, options).await.map_err(|e| {
+            let msg = e.to_string();
+            if msg.contains("not supported") && (msg.contains("DDL") || msg.contains("DML") || msg.contains("Statement")) {
+                QueryError(format!("profq sql is read-only (SELECT, WITH, EXPLAIN): {}", msg.trim()))
+            } else {
+                QueryError(msg.trim().to_string())
+            }
+        })?;
+        df.collect().await.map_err(|e| QueryError(e.to_string().trim().to_string()))
+    }
+}

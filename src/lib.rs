@@ -1,0 +1,20 @@
+//! profq: a columnar analytics engine for ML training profiles.
+//!
+//! The pipeline, one module per stage:
+//! * [`decode`]: XPlane / trace JSON files → [`model::Capture`] (zero-copy, parallel);
+//! * [`tables`]: Capture → Arrow tables (runs, events, ops, regions, steps, collectives),
+//!   whose contract lives in [`tables::schema`];
+//! * [`store`]: tables → hive-partitioned Parquet dataset, committed atomically;
+//! * [`engine`]: DataFusion over the store, read-only SQL;
+//! * [`render`]: record batches → table / CSV / JSON text;
+//! * [`ingest`]: the orchestration of decode → tables → store for one input.
+//!
+//! The `profq` binary (src/main.rs) only parses arguments and calls these.
+
+pub mod decode;
+pub mod engine;
+pub mod ingest;
+pub mod model;
+pub mod render;
+pub mod store;
+pub mod tables;

@@ -1,0 +1,328 @@
+//! The in-memory form of one decoded capture, shared by every decoder.
+//!
+//! Decoders (XPlane, trace JSON) fill a [`Capture`]: planes, lines and columnar event
+//! chunks whose strings are ids into one run-wide [`StringPool`]. Nothing here owns a
+//! String per event: names are pool ids, stat values that are not typed columns are
+//! appended to one byte buffer per chunk. The tables stage turns a Capture into Arrow.
+
+use std::collections::HashMap;
+
+/// Sentinel for "no string" in id columns.
+pub const NO_STR: u32 = u32::MAX;
+/// Sentinel for "null" in i64 columns.
+pub const NULL_I64: i64 = i64::MIN;
+/// Sentinel for "no parent" in parent columns.
+pub const NO_PARENT: u32 = u32::MAX;
+/// Tag bit marking a chunk-local string id (see [`EventChunk::local_strings`]).
+pub const LOCAL_TAG: u32 = 1 << 31;
+
+/// Run-wide string interner. Ids are dense and stable for the life of the capture.
+#[derive(Default, Debug)]
+pub struct StringPool {
+    index: HashMap<Box<str>, u32>,
+    values: Vec<Box<str>>,
+}
+
+impl StringPool {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.index.get(s) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.values.push(s.into());
+        self.index.insert(s.into(), id);
+        id
+    }
+    pub fn get(&self, id: u32) -> Option<&str> {
+        if id == NO_STR {
+            return None;
+        }
+        self.values.get(id as usize).map(|s| &**s)
+    }
+    pub fn lookup(&self, s: &str) -> Option<u32> {
+        self.index.get(s).copied()
+    }
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+/// What a plane is, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaneKind {
+    /// `/device:TPU:0`, `/device:GPU:3`, or a Kineto GPU process.
+    Device,
+    /// `/host:CPU` or a host process of a trace JSON.
+    Host,
+    /// `/host:metadata`, `Task Environment`, `/device:CUSTOM:*`: metadata only.
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plane {
+    pub host: u32,
+    pub name: u32,
+    pub kind: PlaneKind,
+    /// Device name for device planes (`TPU:0`, `GPU:3`), NO_STR otherwise.
+    pub device: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub plane: u32,
+    pub line_id: i64,
+    pub name: u32,
+}
+
+/// Columnar events of one or more whole lines, each line sorted by (start, -dur).
+#[derive(Default, Debug)]
+pub struct EventChunk {
+    pub line: Vec<u32>,
+    pub name: Vec<u32>,
+    pub display_name: Vec<u32>,
+    pub category: Vec<u32>,
+    pub start_ns: Vec<i64>,
+    pub dur_ns: Vec<i64>,
+    pub self_ns: Vec<i64>,
+    pub depth: Vec<u32>,
+    /// Index of the parent within this chunk, or NO_PARENT.
+    pub parent: Vec<u32>,
+    pub hlo_op: Vec<u32>,
+    pub hlo_module: Vec<u32>,
+    pub tf_op: Vec<u32>,
+    pub program_id: Vec<i64>,
+    pub step: Vec<i64>,
+    pub correlation_id: Vec<i64>,
+    pub device_ordinal: Vec<i64>,
+    /// args of event i are entries arg_offsets[i]..arg_offsets[i+1].
+    pub arg_offsets: Vec<u32>,
+    pub arg_key: Vec<u32>,
+    /// UTF-8 values of all args, entry j is arg_value_bytes[arg_value_offsets[j]..arg_value_offsets[j+1]].
+    pub arg_value_offsets: Vec<u32>,
+    pub arg_value_bytes: Vec<u8>,
+    /// Strings met while decoding this chunk in parallel (ids carry LOCAL_TAG until merged).
+    pub local_strings: StringPool,
+}
+
+impl EventChunk {
+    pub fn new() -> Self {
+        EventChunk { arg_offsets: vec![0], arg_value_offsets: vec![0], ..Default::default() }
+    }
+    pub fn len(&self) -> usize {
+        self.start_ns.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.start_ns.is_empty()
+    }
+    pub fn arg_value(&self, j: usize) -> &str {
+        let a = self.arg_value_offsets[j] as usize;
+        let b = self.arg_value_offsets[j + 1] as usize;
+        // Values are only ever appended as &str.
+        unsafe { std::str::from_utf8_unchecked(&self.arg_value_bytes[a..b]) }
+    }
+    pub fn args_of(&self, i: usize) -> std::ops::Range<usize> {
+        self.arg_offsets[i] as usize..self.arg_offsets[i + 1] as usize
+    }
+    pub fn push_arg(&mut self, key: u32, value: &str) {
+        self.arg_key.push(key);
+        self.arg_value_bytes.extend_from_slice(value.as_bytes());
+        self.arg_value_offsets.push(self.arg_value_bytes.len() as u32);
+    }
+    /// Interns a string local to this chunk; the id carries LOCAL_TAG.
+    pub fn local(&mut self, s: &str) -> u32 {
+        self.local_strings.intern(s) | LOCAL_TAG
+    }
+
+    /// Rewrites chunk-local string ids into `pool` ids.
+    pub fn merge_strings_into(&mut self, pool: &mut StringPool) {
+        if self.local_strings.is_empty() {
+            return;
+        }
+        let remap: Vec<u32> =
+            (0..self.local_strings.len() as u32).map(|i| pool.intern(self.local_strings.get(i).unwrap())).collect();
+        for col in [&mut self.name, &mut self.display_name, &mut self.category, &mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.arg_key] {
+            for id in col.iter_mut() {
+                if *id != NO_STR && *id & LOCAL_TAG != 0 {
+                    *id = remap[(*id & !LOCAL_TAG) as usize];
+                }
+            }
+        }
+        self.local_strings = StringPool::default();
+    }
+
+    /// Computes self_ns, depth and parent for the events of each line with the reference
+    /// stack rule: at equal start the longer event is the parent; a partially overlapping
+    /// event is a sibling of the one it overlaps; a child's full duration is subtracted
+    /// from its parent. Events must already be grouped by line and sorted by (start, -dur).
+    pub fn compute_nesting(&mut self) {
+        let n = self.len();
+        self.self_ns = self.dur_ns.clone();
+        self.depth = vec![0; n];
+        self.parent = vec![NO_PARENT; n];
+        let mut stack: Vec<u32> = Vec::new();
+        let mut current_line = u32::MAX;
+        for i in 0..n {
+            if self.line[i] != current_line {
+                current_line = self.line[i];
+                stack.clear();
+            }
+            let start = self.start_ns[i];
+            let end = start.saturating_add(self.dur_ns[i]);
+            while let Some(&top) = stack.last() {
+                let top_end = self.start_ns[top as usize].saturating_add(self.dur_ns[top as usize]);
+                if top_end <= start || top_end < end {
+                    stack.pop();
+                } else {
+                    break;
+                }
+            }
+            if let Some(&top) = stack.last() {
+                self.parent[i] = top;
+                self.depth[i] = stack.len() as u32;
+                let t = top as usize;
+                self.self_ns[t] = self.self_ns[t].saturating_sub(self.dur_ns[i]);
+            }
+            stack.push(i as u32);
+        }
+        for v in self.self_ns.iter_mut() {
+            if *v < 0 {
+                *v = 0;
+            }
+        }
+    }
+
+    /// Sorts the events of every line by (start, -dur), keeping lines in their order.
+    /// Returns true if anything moved. Stable, so equal events keep file order.
+    pub fn sort_within_lines(&mut self) -> bool {
+        let n = self.len();
+        let sorted = (1..n).all(|i| {
+            self.line[i - 1] != self.line[i]
+                || (self.start_ns[i - 1], -self.dur_ns[i - 1]) <= (self.start_ns[i], -self.dur_ns[i])
+        });
+        if sorted {
+            return false;
+        }
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&i| {
+            let i = i as usize;
+            (self.line[i], self.start_ns[i], -self.dur_ns[i])
+        });
+        self.permute(&order);
+        true
+    }
+
+    fn permute(&mut self, order: &[u32]) {
+        fn take<T: Copy>(v: &mut Vec<T>, order: &[u32]) {
+            if v.is_empty() {
+                return;
+            }
+            *v = order.iter().map(|&i| v[i as usize]).collect();
+        }
+        take(&mut self.line, order);
+        take(&mut self.name, order);
+        take(&mut self.display_name, order);
+        take(&mut self.category, order);
+        take(&mut self.start_ns, order);
+        take(&mut self.dur_ns, order);
+        take(&mut self.hlo_op, order);
+        take(&mut self.hlo_module, order);
+        take(&mut self.tf_op, order);
+        take(&mut self.program_id, order);
+        take(&mut self.step, order);
+        take(&mut self.correlation_id, order);
+        take(&mut self.device_ordinal, order);
+        let mut offsets = vec![0u32];
+        let mut keys = Vec::with_capacity(self.arg_key.len());
+        let mut value_offsets = vec![0u32];
+        let mut bytes = Vec::with_capacity(self.arg_value_bytes.len());
+        for &i in order {
+            for j in self.args_of(i as usize) {
+                keys.push(self.arg_key[j]);
+                let a = self.arg_value_offsets[j] as usize;
+                let b = self.arg_value_offsets[j + 1] as usize;
+                bytes.extend_from_slice(&self.arg_value_bytes[a..b]);
+                value_offsets.push(bytes.len() as u32);
+            }
+            offsets.push(keys.len() as u32);
+        }
+        self.arg_offsets = offsets;
+        self.arg_key = keys;
+        self.arg_value_offsets = value_offsets;
+        self.arg_value_bytes = bytes;
+    }
+}
+
+/// One instruction of an HLO module, as needed for op classification and scopes.
+#[derive(Debug, Clone, Default)]
+pub struct HloInstr {
+    pub opcode: u32,
+    pub op_name: u32,
+    pub source_file: u32,
+    pub source_line: i32,
+    /// Shape rendered as `f32[8,128]` (tuples as `(f32[8], s32[])`).
+    pub shape: u32,
+    /// Bytes of the result shape (sum over tuple elements), when the element types are known.
+    pub shape_bytes: Option<i64>,
+}
+
+/// HLO instructions of every module of a capture, by (program_id, name) and (module, name).
+#[derive(Default, Debug)]
+pub struct HloIndex {
+    pub by_program: HashMap<(i64, u32), HloInstr>,
+    pub by_module: HashMap<(u32, u32), HloInstr>,
+    /// module name id -> program ids, so a module name maps to its programs.
+    pub modules: HashMap<u32, Vec<i64>>,
+}
+
+impl HloIndex {
+    pub fn find(&self, program_id: i64, module: u32, hlo_op: u32) -> Option<&HloInstr> {
+        if program_id != NULL_I64 {
+            if let Some(i) = self.by_program.get(&(program_id, hlo_op)) {
+                return Some(i);
+            }
+        }
+        if module != NO_STR {
+            return self.by_module.get(&(module, hlo_op));
+        }
+        None
+    }
+}
+
+/// Facts about the capture as a whole (feeds the runs table).
+#[derive(Default, Debug, Clone)]
+pub struct CaptureMeta {
+    pub source_format: &'static str,
+    pub hosts: Vec<String>,
+    /// Absolute start of the capture (ns since the Unix epoch), when the profile says.
+    pub start_epoch_ns: Option<i64>,
+    pub num_events_total: i64,
+    pub num_complete_events: i64,
+    pub suspected_truncation: bool,
+    pub quality_warnings: Vec<String>,
+    pub jax_version: Option<String>,
+    pub jaxlib_version: Option<String>,
+    pub device_kinds: Vec<String>,
+}
+
+/// A decoded capture: what every decoder produces and every table is built from.
+#[derive(Default, Debug)]
+pub struct Capture {
+    pub strings: StringPool,
+    pub planes: Vec<Plane>,
+    pub lines: Vec<Line>,
+    pub chunks: Vec<EventChunk>,
+    pub hlo: HloIndex,
+    pub meta: CaptureMeta,
+}
+
+impl Capture {
+    pub fn str(&self, id: u32) -> Option<&str> {
+        self.strings.get(id)
+    }
+    pub fn num_events(&self) -> usize {
+        self.chunks.iter().map(|c| c.len()).sum()
+    }
+}

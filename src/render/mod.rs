@@ -1,0 +1,99 @@
+//! Render: record batches as a text table, CSV or JSON: the one place output formats live.
+
+use arrow::array::Array;
+use arrow::record_batch::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+/// Every cell of the batches as text (null → None), with the column names.
+fn cells(batches: &[RecordBatch]) -> (Vec<String>, Vec<Vec<Option<String>>>) {
+    let Some(first) = batches.first() else { return (vec![], vec![]) };
+    let names = first.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let opts = FormatOptions::default();
+    let mut rows = Vec::new();
+    for b in batches {
+        let fmts: Vec<_> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).expect("formattable")).collect();
+        for r in 0..b.num_rows() {
+            rows.push(b.columns().iter().zip(&fmts).map(|(c, f)| (!c.is_null(r)).then(|| f.value(r).to_string())).collect());
+        }
+    }
+    (names, rows)
+}
+
+pub fn render(batches: &[RecordBatch], format: Format) -> String {
+    match format {
+        Format::Table => table(batches),
+        Format::Csv => csv(batches),
+        Format::Json => json(batches),
+    }
+}
+
+fn table(batches: &[RecordBatch]) -> String {
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        let cols = batches.first().map(|b| b.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>().join(", "));
+        return format!("(0 rows{})\n", cols.map(|c| format!("; columns: {c}")).unwrap_or_default());
+    }
+    let nonempty: Vec<RecordBatch> = batches.iter().filter(|b| b.num_rows() > 0).cloned().collect();
+    let mut out = arrow::util::pretty::pretty_format_batches(&nonempty).map(|d| d.to_string()).unwrap_or_default();
+    let n: usize = nonempty.iter().map(|b| b.num_rows()).sum();
+    out.push_str(&format!("\n({n} row{})\n", if n == 1 { "" } else { "s" }));
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv(batches: &[RecordBatch]) -> String {
+    let (names, rows) = cells(batches);
+    let mut out = names.iter().map(|n| csv_field(n)).collect::<Vec<_>>().join(",");
+    out.push('\n');
+    for r in rows {
+        out.push_str(&r.iter().map(|c| c.as_deref().map(csv_field).unwrap_or_default()).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// JSON array of objects; numbers and booleans stay typed, everything else is text.
+fn json(batches: &[RecordBatch]) -> String {
+    use arrow::datatypes::DataType::*;
+    let mut out = Vec::new();
+    let opts = FormatOptions::default();
+    for b in batches {
+        let schema = b.schema();
+        let fmts: Vec<_> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).expect("formattable")).collect();
+        for r in 0..b.num_rows() {
+            let mut obj = serde_json::Map::new();
+            for (k, f) in schema.fields().iter().enumerate() {
+                let col = b.column(k);
+                let v = if col.is_null(r) {
+                    serde_json::Value::Null
+                } else {
+                    let text = fmts[k].value(r).to_string();
+                    match f.data_type() {
+                        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Float32 | Float64 | Boolean => {
+                            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+                        }
+                        _ => serde_json::Value::String(text),
+                    }
+                };
+                obj.insert(f.name().clone(), v);
+            }
+            out.push(serde_json::Value::Object(obj));
+        }
+    }
+    let mut s = serde_json::to_string_pretty(&serde_json::Value::Array(out)).unwrap_or_default();
+    s.push('\n');
+    s
+}

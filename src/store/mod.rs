@@ -1,0 +1,217 @@
+//! Store: runs as a hive-partitioned Parquet dataset, written atomically.
+//!
+//! Layout: `<store>/<table>/run_id=<id>/part-0.parquet` (zstd). A run is staged whole in
+//! `<store>/.staging/<unique>/` and then renamed into place table by table, `runs` last:
+//! a run is visible only once its `runs` partition exists, and the next writer removes
+//! partitions left without one (a killed ingest) and stale staging directories. Writers
+//! serialise their commit on `<store>/.lock`.
+
+use crate::tables::{schema, RunTables};
+use arrow::array::{Array, StringArray};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+pub const PART_FILE: &str = "part-0.parquet";
+
+pub struct Store {
+    pub root: PathBuf,
+}
+
+/// Default store: `$PROFQ_STORE`, else `./profq-store`.
+pub fn default_root() -> PathBuf {
+    std::env::var_os("PROFQ_STORE").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("profq-store"))
+}
+
+/// Checks a run id is safe as one path component and readable in SQL.
+pub fn validate_run_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > 200 {
+        return Err(format!("invalid run id {id:?}: must be 1..200 characters"));
+    }
+    if id == "." || id == ".." || id.starts_with('.') {
+        return Err(format!("invalid run id {id:?}: must not start with '.'"));
+    }
+    if let Some(bad) = id.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))) {
+        return Err(format!("invalid run id {id:?}: character {bad:?} not allowed (use letters, digits, - _ . +)"));
+    }
+    Ok(())
+}
+
+/// Makes a readable, valid run id out of any name.
+pub fn sanitize_run_id(name: &str) -> String {
+    let mut out: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+') { c } else { '_' }).collect();
+    while out.starts_with('.') {
+        out.remove(0);
+    }
+    out.truncate(120);
+    if out.is_empty() {
+        out = "run".into();
+    }
+    out
+}
+
+impl Store {
+    pub fn open(root: &Path) -> Store {
+        Store { root: root.to_path_buf() }
+    }
+
+    fn partition(&self, table: &str, run_id: &str) -> PathBuf {
+        self.root.join(table).join(format!("run_id={run_id}"))
+    }
+
+    pub fn run_exists(&self, run_id: &str) -> bool {
+        self.partition("runs", run_id).join(PART_FILE).exists()
+    }
+
+    /// Run ids with a committed `runs` partition, sorted.
+    pub fn run_ids(&self) -> Vec<String> {
+        let Ok(rd) = fs::read_dir(self.root.join("runs")) else { return vec![] };
+        let mut ids: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_string_lossy().strip_prefix("run_id=").map(str::to_string))
+            .filter(|id| self.run_exists(id))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// The run already holding a trace with this sha256, if any.
+    pub fn find_by_sha(&self, sha: &str) -> Option<String> {
+        for id in self.run_ids() {
+            let path = self.partition("runs", &id).join(PART_FILE);
+            let Ok(file) = File::open(&path) else { continue };
+            let Ok(builder) = ParquetRecordBatchReaderBuilder::try_new(file) else { continue };
+            let Ok(reader) = builder.build() else { continue };
+            for batch in reader.flatten() {
+                if let Some(col) = batch.column_by_name("trace_sha256").and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned()) {
+                    if (0..col.len()).any(|i| col.value(i) == sha) {
+                        return Some(id);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Takes the store's writer lock for the life of the returned file.
+    pub fn lock(&self) -> std::io::Result<File> {
+        fs::create_dir_all(&self.root)?;
+        let f = File::options().create(true).truncate(false).write(true).open(self.root.join(".lock"))?;
+        f.lock()?;
+        Ok(f)
+    }
+
+    /// Removes what a killed writer left: staging dirs and partitions of runs never committed.
+    /// Call with the lock held.
+    pub fn clean_up(&self) {
+        if let Ok(rd) = fs::read_dir(self.root.join(".staging")) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let pid = name.split('-').next().and_then(|p| p.parse::<u32>().ok());
+                let alive = pid.is_some_and(|p| p == std::process::id() || Path::new(&format!("/proc/{p}")).exists());
+                if !alive {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        for t in schema::TABLES.iter().filter(|t| t.name != "runs") {
+            let Ok(rd) = fs::read_dir(self.root.join(t.name)) else { continue };
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if let Some(id) = n.strip_prefix("run_id=") {
+                    if !self.run_exists(id) {
+                        let _ = fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes a committed run (runs partition first, so it disappears at once). Lock held.
+    pub fn remove_run(&self, run_id: &str) -> std::io::Result<()> {
+        let _ = fs::remove_dir_all(self.partition("runs", run_id));
+        for t in schema::TABLES {
+            let p = self.partition(t.name, run_id);
+            if p.exists() {
+                fs::remove_dir_all(p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes all tables of a run into a private staging directory (no lock needed).
+    pub fn stage(&self, tables: &RunTables, run_id: &str) -> Result<Staged, String> {
+        // The writer's pid leads the name so clean_up can tell abandoned staging dirs.
+        let unique = format!(
+            "{}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+            run_id
+        );
+        let dir = self.root.join(".staging").join(unique);
+        fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = tables
+                .tables
+                .iter()
+                .map(|(name, batches)| {
+                    let path = dir.join(name).join(format!("run_id={run_id}"));
+                    s.spawn(move || write_parquet(&path, name, batches))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("writer thread panicked".into()))).collect()
+        });
+        let staged = Staged { dir, run_id: run_id.to_string() };
+        for r in results {
+            r?;
+        }
+        Ok(staged)
+    }
+
+    /// Moves a staged run into place under `run_id`, `runs` last. Lock held.
+    pub fn commit(&self, staged: &Staged, run_id: &str) -> Result<(), String> {
+        let mut names: Vec<&str> = schema::TABLES.iter().map(|t| t.name).filter(|n| *n != "runs").collect();
+        names.push("runs");
+        for name in names {
+            let from = staged.dir.join(name).join(format!("run_id={}", staged.run_id));
+            let to = self.partition(name, run_id);
+            fs::create_dir_all(to.parent().unwrap()).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+            fs::rename(&from, &to).map_err(|e| format!("cannot move {} into the store: {e}", from.display()))?;
+        }
+        let _ = fs::remove_dir_all(&staged.dir);
+        Ok(())
+    }
+}
+
+/// A run written to staging, not yet visible.
+pub struct Staged {
+    pub dir: PathBuf,
+    pub run_id: String,
+}
+
+impl Staged {
+    pub fn discard(self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn write_parquet(dir: &Path, table: &str, batches: &[arrow::record_batch::RecordBatch]) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join(PART_FILE);
+    let file = File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
+        .set_max_row_group_row_count(Some(1 << 20))
+        .build();
+    let schema = schema::arrow_schema(schema::table(table).expect("known table"));
+    let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| format!("{table}: {e}"))?;
+    for b in batches {
+        w.write(b).map_err(|e| format!("{table}: {e}"))?;
+    }
+    let f = w.into_inner().map_err(|e| format!("{table}: {e}"))?;
+    f.sync_all().map_err(|e| format!("{table}: {e}"))?;
+    Ok(())
+}

@@ -1,0 +1,699 @@
+//! Derives device ops, steps, collectives and regions from a decoded [`Capture`].
+//!
+//! These are the semantic rules of profq, kept apart from Arrow plumbing:
+//! which events are device ops, how an op gets its opcode, scope path and pass, how
+//! collectives are classified, and how steps and overlap are computed.
+
+use crate::model::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// One device-op execution (a row of the `ops` table, in pool ids).
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub event_id: i64,
+    pub chunk: u32,
+    pub index: u32,
+    pub host: u32,
+    pub device: u32,
+    pub line: u32,
+    pub name: u32,
+    pub hlo_op: u32,
+    pub hlo_module: u32,
+    pub program_id: i64,
+    pub opcode: u32,
+    pub category: &'static str,
+    pub hlo_category: u32,
+    pub collective_kind: Option<&'static str>,
+    pub tf_op: u32,
+    pub region_path: Option<String>,
+    pub pass: &'static str,
+    pub step: i64,
+    pub start_ns: i64,
+    pub dur_ns: i64,
+    pub self_ns: i64,
+    pub shape: u32,
+    pub shape_bytes: Option<i64>,
+    pub source: Option<String>,
+    pub flops: Option<f64>,
+    pub bytes_accessed: Option<f64>,
+    pub is_async: bool,
+}
+
+impl Op {
+    pub fn end_ns(&self) -> i64 {
+        self.start_ns.saturating_add(self.dur_ns)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub host: u32,
+    pub device: u32,
+    pub step: i64,
+    pub name: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub source: &'static str,
+    pub busy_ns: i64,
+    pub compute_ns: i64,
+    pub communication_ns: i64,
+    pub op_count: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Collective {
+    pub op: usize,
+    pub overlapped_ns: i64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Region {
+    pub op_count: i64,
+    pub inclusive_ns: i64,
+    pub exclusive_ns: i64,
+    pub devices: Vec<u32>,
+}
+
+pub struct Derived {
+    pub ops: Vec<Op>,
+    pub steps: Vec<Step>,
+    pub collectives: Vec<Collective>,
+    /// (pass, path) -> totals, ordered.
+    pub regions: BTreeMap<(&'static str, String), Region>,
+    /// First event_id of each chunk.
+    pub chunk_base: Vec<i64>,
+}
+
+/// Device-op lines: TPU `XLA Ops` / `Async XLA Ops`, GPU `Stream #N(...)`, Kineto `stream N`.
+pub fn is_device_op_line(name: &str) -> bool {
+    name == "XLA Ops" || name == "Async XLA Ops" || name.starts_with("Stream #") || name.to_ascii_lowercase().starts_with("stream ")
+}
+
+/// Kineto categories that are device work (others on stream lines are annotations).
+fn is_device_work_category(cat: Option<&str>) -> bool {
+    match cat {
+        None => true,
+        Some(c) => {
+            let c = c.to_ascii_lowercase();
+            c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "memcpy" || c == "memset"
+        }
+    }
+}
+
+/// Collective kind from an HLO opcode.
+pub fn collective_kind_of_opcode(opcode: &str) -> Option<&'static str> {
+    let base = opcode.trim_end_matches("-start").trim_end_matches("-done").trim_end_matches("-update");
+    Some(match base {
+        "all-reduce" => "all-reduce",
+        "all-gather" => "all-gather",
+        "reduce-scatter" => "reduce-scatter",
+        "all-to-all" | "ragged-all-to-all" => "all-to-all",
+        "collective-permute" => "collective-permute",
+        "send" | "recv" => "send-recv",
+        "collective-broadcast" => "other",
+        _ => return None,
+    })
+}
+
+/// Splits a name into lower-case alphanumeric words, also at camelCase boundaries
+/// (`ncclDevKernel_AllReduce_RING_LL` → nccl dev kernel all reduce ring ll).
+fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for ch in name.chars() {
+        if ch.is_ascii_alphanumeric() {
+            if ch.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
+            cur.push(ch.to_ascii_lowercase());
+        } else {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Collective kind from a name when no opcode is known (kernel names, JAX primitive names).
+/// Matches whole words, so `stop` never reads as `top` and `sendfile` needs `send` alone.
+pub fn collective_kind_of_name(name: &str) -> Option<&'static str> {
+    let w = words(name);
+    let has = |a: &str| w.iter().any(|x| x == a);
+    let pair = |a: &str, b: &str| w.windows(2).any(|p| p[0] == a && p[1] == b);
+    if has("allreduce") || pair("all", "reduce") || has("psum") {
+        Some("all-reduce")
+    } else if has("allgather") || pair("all", "gather") {
+        Some("all-gather")
+    } else if has("reducescatter") || pair("reduce", "scatter") {
+        Some("reduce-scatter")
+    } else if has("alltoall") || w.windows(3).any(|p| p[0] == "all" && p[1] == "to" && p[2] == "all") {
+        Some("all-to-all")
+    } else if has("ppermute") || pair("collective", "permute") {
+        Some("collective-permute")
+    } else if has("sendrecv") || has("send") || has("recv") {
+        Some("send-recv")
+    } else if has("nccl") || has("rccl") || has("broadcast") && (has("nccl") || has("rccl")) {
+        Some("other")
+    } else {
+        None
+    }
+}
+
+const STALL_WORDS: &[&str] = &["wait", "barrier", "semaphore", "acquire", "idle", "blocked", "sleep"];
+
+fn is_stall(name: &str) -> bool {
+    words(name).iter().any(|w| STALL_WORDS.contains(&w.as_str()))
+}
+
+/// Splits a scope path at '/' outside parentheses.
+fn split_scope(path: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, ch) in path.char_indices() {
+        match ch {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '/' if depth == 0 => {
+                out.push(&path[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&path[start..]);
+    out
+}
+
+const TRANSFORMS: &[&str] = &["jvp", "transpose", "vmap", "remat", "checkpoint", "pmap", "xmap", "custom_jvp_call", "custom_vjp_call", "named", "jit", "pjit"];
+
+/// Unwraps `transpose(jvp(forward))` into ("forward", ["transpose", "jvp"]).
+fn unwrap_transforms(mut comp: &str) -> (&str, Vec<&str>) {
+    let mut applied = Vec::new();
+    loop {
+        let Some(open) = comp.find('(') else { break };
+        if !comp.ends_with(')') {
+            break;
+        }
+        let head = &comp[..open];
+        if !TRANSFORMS.contains(&head) {
+            break;
+        }
+        applied.push(head);
+        comp = &comp[open + 1..comp.len() - 1];
+    }
+    (comp, applied)
+}
+
+/// (region path, pass) of a framework scope path such as
+/// `jit(train_step)/transpose(jvp(forward))/layer_0/attention/qkv/dot_general`.
+pub fn scope_of(tf_op: &str) -> (Option<String>, &'static str) {
+    let tf_op = tf_op.trim().trim_end_matches(':');
+    let mut comps = split_scope(tf_op);
+    while comps.first().is_some_and(|c| c.starts_with("jit(") || c.starts_with("pjit(")) {
+        comps.remove(0);
+    }
+    // The last component is the primitive (dot_general, add, ...).
+    if !comps.is_empty() {
+        comps.pop();
+    }
+    let mut names = Vec::new();
+    let (mut transposed, mut jvp, mut remat, mut optimizer, mut fwd_name, mut bwd_name) = (false, false, false, false, false, false);
+    for comp in comps {
+        let (inner, applied) = unwrap_transforms(comp);
+        transposed |= applied.contains(&"transpose");
+        jvp |= applied.contains(&"jvp");
+        remat |= applied.iter().any(|a| *a == "remat" || *a == "checkpoint");
+        let lower = inner.to_ascii_lowercase();
+        remat |= lower == "remat" || lower == "checkpoint" || lower.starts_with("rematted_computation");
+        optimizer |= lower.contains("optimizer") || ["adam", "adamw", "sgd", "optax", "apply_updates", "opt_update"].contains(&lower.as_str());
+        fwd_name |= lower == "forward" || lower == "fwd";
+        bwd_name |= lower == "backward" || lower == "bwd";
+        if !inner.is_empty() {
+            names.push(inner);
+        }
+    }
+    let pass = if remat {
+        "remat"
+    } else if transposed || bwd_name {
+        "backward"
+    } else if optimizer {
+        "optimizer"
+    } else if jvp || fwd_name {
+        "forward"
+    } else {
+        "other"
+    };
+    let path = if names.is_empty() { None } else { Some(names.join("/")) };
+    (path, pass)
+}
+
+/// Module name and program id from an `XLA Modules` event name like `jit_f(1219...)`.
+fn parse_module_event(name: &str) -> (&str, Option<i64>) {
+    match name.rfind('(') {
+        Some(open) if name.ends_with(')') => (&name[..open], name[open + 1..name.len() - 1].parse::<u64>().ok().map(|v| v as i64)),
+        _ => (name, None),
+    }
+}
+
+/// Sorted, merged [start, end) intervals.
+fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    iv.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(iv.len());
+    for (s, e) in iv {
+        if e <= s {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Length of the part of [s, e) covered by merged intervals.
+fn covered(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
+    let mut i = merged.partition_point(|iv| iv.1 <= s);
+    let mut total = 0;
+    while i < merged.len() && merged[i].0 < e {
+        total += merged[i].1.min(e) - merged[i].0.max(s);
+        i += 1;
+    }
+    total.max(0)
+}
+
+fn merged_len(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
+    covered(merged, s, e)
+}
+
+/// Interns the strings the derivation looks up by value (CPU device names, module names
+/// of `XLA Modules` events, `hlo_category` and the `name` stat that replaces a generic
+/// tf_op), so that the derivation itself can read the capture immutably.
+fn prepare_strings(capture: &mut Capture) -> PoolIds {
+    let ids = PoolIds::new(&mut capture.strings);
+    let xla_module = ["XlaModule", "XlaModule:"].map(|s| capture.strings.lookup(s));
+    let mut wanted: Vec<String> = Vec::new();
+    let mut ordinals: Vec<i64> = vec![0];
+    for chunk in &capture.chunks {
+        for i in 0..chunk.len() {
+            let o = chunk.device_ordinal[i];
+            if o != NULL_I64 && !ordinals.contains(&o) {
+                ordinals.push(o);
+            }
+            let generic_tf_op = chunk.tf_op[i] != NO_STR && xla_module.contains(&Some(chunk.tf_op[i]));
+            for j in chunk.args_of(i) {
+                let k = chunk.arg_key[j];
+                if k == ids.hlo_category || (k == ids.name && generic_tf_op) {
+                    wanted.push(chunk.arg_value(j).to_string());
+                }
+            }
+            let line = &capture.lines[chunk.line[i] as usize];
+            if capture.strings.get(line.name) == Some("XLA Modules") {
+                let (m, _) = parse_module_event(capture.strings.get(chunk.name[i]).unwrap_or(""));
+                wanted.push(m.to_string());
+            }
+        }
+    }
+    for w in wanted {
+        capture.strings.intern(&w);
+    }
+    for o in ordinals {
+        capture.strings.intern(&format!("CPU:{o}"));
+    }
+    ids
+}
+
+pub fn derive(capture: &mut Capture) -> Derived {
+    let pool_ids = prepare_strings(capture);
+    let capture = &*capture;
+    let mut chunk_base = Vec::with_capacity(capture.chunks.len());
+    let mut base = 0i64;
+    for c in &capture.chunks {
+        chunk_base.push(base);
+        base += c.len() as i64;
+    }
+
+    // Which hosts have device-op events (then host events with hlo_op are launches, not ops).
+    let mut host_has_device_ops: HashMap<u32, bool> = HashMap::new();
+    for chunk in &capture.chunks {
+        for i in 0..chunk.len() {
+            let line = &capture.lines[chunk.line[i] as usize];
+            let plane = &capture.planes[line.plane as usize];
+            if plane.kind == PlaneKind::Device && is_op_event(capture, chunk, i, line) {
+                host_has_device_ops.insert(plane.host, true);
+                break;
+            }
+        }
+    }
+
+    // Module windows per plane from `XLA Modules` lines (TPU ops carry no hlo_module).
+    let mut module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>> = HashMap::new();
+    let mut name_cache: HashMap<u32, (u32, i64)> = HashMap::new();
+    for chunk in &capture.chunks {
+        for i in 0..chunk.len() {
+            let line = &capture.lines[chunk.line[i] as usize];
+            if capture.str(line.name) != Some("XLA Modules") {
+                continue;
+            }
+            let (module, pid) = *name_cache.entry(chunk.name[i]).or_insert_with(|| {
+                let (m, p) = parse_module_event(capture.str(chunk.name[i]).unwrap_or(""));
+                (capture.strings.lookup(m).unwrap_or(NO_STR), p.unwrap_or(NULL_I64))
+            });
+            module_windows.entry(line.plane).or_default().push((chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i], module, pid));
+        }
+    }
+    for w in module_windows.values_mut() {
+        w.sort_unstable_by_key(|x| x.0);
+    }
+
+    // Steps.
+    let mut steps = collect_steps(capture);
+    steps.sort_by(|a, b| (a.host, a.device != NO_STR, a.device, a.start_ns, a.step).cmp(&(b.host, b.device != NO_STR, b.device, b.start_ns, b.step)));
+
+    // Ops.
+    let mut ops = Vec::new();
+    for (ci, chunk) in capture.chunks.iter().enumerate() {
+        for i in 0..chunk.len() {
+            let line = &capture.lines[chunk.line[i] as usize];
+            let plane = &capture.planes[line.plane as usize];
+            let is_op = match plane.kind {
+                PlaneKind::Device => is_op_event(capture, chunk, i, line),
+                PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !host_has_device_ops.get(&plane.host).copied().unwrap_or(false),
+                PlaneKind::Other => false,
+            };
+            if !is_op {
+                continue;
+            }
+            ops.push(make_op(capture, &pool_ids, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
+        }
+    }
+
+    // Steps → op step numbers.
+    assign_steps(&mut ops, &steps);
+
+    // Per (host, device) unions for overlap; per host for host-derived steps.
+    let mut compute_by_device: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
+    for op in &ops {
+        if op.category == "compute" {
+            compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
+        }
+    }
+    let compute_by_device: HashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
+
+    let mut collectives = Vec::new();
+    for (idx, op) in ops.iter().enumerate() {
+        if op.collective_kind.is_some() {
+            let overlapped = compute_by_device.get(&(op.host, op.device)).map_or(0, |m| covered(m, op.start_ns, op.end_ns()));
+            collectives.push(Collective { op: idx, overlapped_ns: overlapped.min(op.dur_ns) });
+        }
+    }
+
+    fill_step_activity(&mut steps, &ops);
+
+    // Regions.
+    let mut regions: BTreeMap<(&'static str, String), Region> = BTreeMap::new();
+    for op in &ops {
+        let Some(path) = &op.region_path else { continue };
+        let comps = split_scope(path);
+        for k in 1..=comps.len() {
+            let prefix = comps[..k].join("/");
+            let r = regions.entry((op.pass, prefix)).or_default();
+            r.op_count += 1;
+            r.inclusive_ns += op.self_ns;
+            if k == comps.len() {
+                r.exclusive_ns += op.self_ns;
+            }
+            if !r.devices.contains(&op.device) {
+                r.devices.push(op.device);
+            }
+        }
+    }
+
+    Derived { ops, steps, collectives, regions, chunk_base }
+}
+
+/// Pool ids of arg keys the op builder reads.
+struct PoolIds {
+    name: u32,
+    hlo_category: u32,
+    flops: u32,
+    bytes_accessed: u32,
+    source: u32,
+}
+
+impl PoolIds {
+    fn new(pool: &mut StringPool) -> Self {
+        PoolIds {
+            name: pool.intern("name"),
+            hlo_category: pool.intern("hlo_category"),
+            flops: pool.intern("flops"),
+            bytes_accessed: pool.intern("bytes_accessed"),
+            source: pool.intern("source"),
+        }
+    }
+}
+
+fn arg<'c>(chunk: &'c EventChunk, i: usize, key: u32) -> Option<&'c str> {
+    chunk.args_of(i).find(|&j| chunk.arg_key[j] == key).map(|j| chunk.arg_value(j))
+}
+
+fn is_op_event(capture: &Capture, chunk: &EventChunk, i: usize, line: &Line) -> bool {
+    let Some(line_name) = capture.str(line.name) else { return false };
+    is_device_op_line(line_name) && is_device_work_category(capture.str(chunk.category[i]))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn make_op(
+    capture: &Capture,
+    ids: &PoolIds,
+    chunk: &EventChunk,
+    ci: usize,
+    i: usize,
+    base: i64,
+    plane: &Plane,
+    line: &Line,
+    module_windows: &HashMap<u32, Vec<(i64, i64, u32, i64)>>,
+) -> Op {
+    let start = chunk.start_ns[i];
+    let mut hlo_module = chunk.hlo_module[i];
+    let mut program_id = chunk.program_id[i];
+    if hlo_module == NO_STR || program_id == NULL_I64 {
+        if let Some(windows) = module_windows.get(&line.plane) {
+            let k = windows.partition_point(|w| w.0 <= start);
+            if k > 0 {
+                let w = windows[k - 1];
+                if start < w.1.max(w.0 + 1) {
+                    if hlo_module == NO_STR {
+                        hlo_module = w.2;
+                    }
+                    if program_id == NULL_I64 {
+                        program_id = w.3;
+                    }
+                }
+            }
+        }
+    }
+    let hlo_op = [chunk.hlo_op[i], chunk.display_name[i], chunk.name[i]].into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR);
+    let instr = capture.hlo.find(program_id, hlo_module, hlo_op);
+    let opcode = instr.map_or(NO_STR, |h| h.opcode);
+    let opcode_text = capture.str(opcode);
+    let name_text = capture.str(hlo_op).unwrap_or("");
+    let collective_kind = match opcode_text {
+        Some(oc) => collective_kind_of_opcode(oc),
+        None => collective_kind_of_name(name_text),
+    };
+    let category = if collective_kind.is_some() {
+        "communication"
+    } else if is_stall(name_text) {
+        "stall"
+    } else {
+        "compute"
+    };
+
+    // Scope path: tf_op (or the `name` stat when tf_op is the generic module), else HLO op_name.
+    let mut tf_op = chunk.tf_op[i];
+    if let Some(t) = capture.str(tf_op) {
+        if t.trim().trim_end_matches(':') == "XlaModule" {
+            if let Some(n) = arg(chunk, i, ids.name).and_then(|n| capture.strings.lookup(n)) {
+                tf_op = n;
+            }
+        }
+    }
+    if capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
+        tf_op = instr.map_or(NO_STR, |h| h.op_name);
+    }
+    let (region_path, pass) = capture.str(tf_op).map_or((None, "other"), scope_of);
+    let device = if plane.kind == PlaneKind::Device {
+        plane.device
+    } else {
+        let ordinal = if chunk.device_ordinal[i] == NULL_I64 { 0 } else { chunk.device_ordinal[i] };
+        capture.strings.lookup(&format!("CPU:{ordinal}")).unwrap_or(NO_STR)
+    };
+    let line_name = capture.str(line.name).unwrap_or("");
+    let is_async = line_name.contains("Async") || opcode_text.is_some_and(|o| o.ends_with("-start") || o.ends_with("-done") || o.ends_with("-update"));
+    let source = instr
+        .and_then(|h| capture.str(h.source_file).map(|f| if h.source_line > 0 { format!("{f}:{}", h.source_line) } else { f.to_string() }))
+        .or_else(|| arg(chunk, i, ids.source).map(str::to_string));
+    let num = |key| arg(chunk, i, key).and_then(|v| v.trim().parse::<f64>().ok());
+    Op {
+        event_id: base + i as i64,
+        chunk: ci as u32,
+        index: i as u32,
+        host: plane.host,
+        device,
+        line: line.name,
+        name: chunk.name[i],
+        hlo_op,
+        hlo_module,
+        program_id,
+        opcode,
+        category,
+        hlo_category: arg(chunk, i, ids.hlo_category).and_then(|v| capture.strings.lookup(v)).unwrap_or(NO_STR),
+        collective_kind,
+        tf_op,
+        region_path,
+        pass,
+        step: NULL_I64,
+        start_ns: start,
+        dur_ns: chunk.dur_ns[i],
+        self_ns: chunk.self_ns[i],
+        shape: instr.map_or(NO_STR, |h| h.shape),
+        shape_bytes: instr.and_then(|h| h.shape_bytes),
+        source,
+        flops: num(ids.flops),
+        bytes_accessed: num(ids.bytes_accessed),
+        is_async,
+    }
+}
+
+fn collect_steps(capture: &Capture) -> Vec<Step> {
+    // Host step annotations: outermost event per (host, step) carrying step_num.
+    let mut host_steps: BTreeMap<(u32, i64), Step> = BTreeMap::new();
+    let mut device_steps = Vec::new();
+    for chunk in &capture.chunks {
+        let mut seq_by_line: HashMap<u32, i64> = HashMap::new();
+        for i in 0..chunk.len() {
+            let line = &capture.lines[chunk.line[i] as usize];
+            let plane = &capture.planes[line.plane as usize];
+            let (s, e) = (chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i]);
+            if plane.kind == PlaneKind::Host && chunk.step[i] != NULL_I64 && chunk.dur_ns[i] > 0 {
+                let key = (plane.host, chunk.step[i]);
+                let keep = host_steps.get(&key).is_none_or(|old| e - s > old.end_ns - old.start_ns);
+                if keep {
+                    host_steps.insert(key, new_step(plane.host, NO_STR, chunk.step[i], chunk.name[i], s, e, "step_annotation"));
+                }
+            } else if plane.kind == PlaneKind::Device && capture.str(line.name) == Some("Steps") {
+                let seq = seq_by_line.entry(chunk.line[i]).or_insert(0);
+                let number = if chunk.step[i] != NULL_I64 {
+                    chunk.step[i]
+                } else {
+                    capture.str(chunk.name[i]).and_then(|n| n.trim().parse().ok()).unwrap_or(*seq)
+                };
+                *seq += 1;
+                device_steps.push(new_step(plane.host, plane.device, number, chunk.name[i], s, e, "device_steps_line"));
+            }
+        }
+    }
+    let mut steps: Vec<Step> = host_steps.into_values().collect();
+    steps.extend(device_steps);
+    steps
+}
+
+fn new_step(host: u32, device: u32, step: i64, name: u32, start_ns: i64, end_ns: i64, source: &'static str) -> Step {
+    Step { host, device, step, name, start_ns, end_ns, source, busy_ns: 0, compute_ns: 0, communication_ns: 0, op_count: 0 }
+}
+
+/// Each op gets the step whose window contains its start: its device's `Steps` line first,
+/// else its host's step annotations.
+fn assign_steps(ops: &mut [Op], steps: &[Step]) {
+    let mut windows: HashMap<(u32, u32), Vec<(i64, i64, i64)>> = HashMap::new();
+    for s in steps {
+        windows.entry((s.host, s.device)).or_default().push((s.start_ns, s.end_ns, s.step));
+    }
+    for w in windows.values_mut() {
+        w.sort_unstable();
+    }
+    let find = |w: &Vec<(i64, i64, i64)>, t: i64| -> Option<i64> {
+        let k = w.partition_point(|x| x.0 <= t);
+        (k > 0 && t < w[k - 1].1).then(|| w[k - 1].2)
+    };
+    for op in ops.iter_mut() {
+        let by_device = windows.get(&(op.host, op.device)).and_then(|w| find(w, op.start_ns));
+        let by_host = || windows.get(&(op.host, NO_STR)).and_then(|w| find(w, op.start_ns));
+        op.step = by_device.or_else(by_host).unwrap_or(NULL_I64);
+    }
+}
+
+fn fill_step_activity(steps: &mut [Step], ops: &[Op]) {
+    // Merged intervals per (host) and per (host, device), for all ops and for compute ops.
+    let mut all: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
+    let mut compute: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
+    let mut starts: HashMap<(u32, u32), Vec<i64>> = HashMap::new();
+    for op in ops {
+        for key in [(op.host, NO_STR), (op.host, op.device)] {
+            all.entry(key).or_default().push((op.start_ns, op.end_ns()));
+            starts.entry(key).or_default().push(op.start_ns);
+            if op.collective_kind.is_none() {
+                compute.entry(key).or_default().push((op.start_ns, op.end_ns()));
+            }
+        }
+    }
+    let all: HashMap<_, _> = all.into_iter().map(|(k, v)| (k, union(v))).collect();
+    let compute: HashMap<_, _> = compute.into_iter().map(|(k, v)| (k, union(v))).collect();
+    for v in starts.values_mut() {
+        v.sort_unstable();
+    }
+    for s in steps.iter_mut() {
+        let key = (s.host, s.device);
+        let busy = all.get(&key).map_or(0, |m| merged_len(m, s.start_ns, s.end_ns));
+        let comp = compute.get(&key).map_or(0, |m| merged_len(m, s.start_ns, s.end_ns));
+        s.busy_ns = busy;
+        s.compute_ns = comp;
+        s.communication_ns = busy - comp;
+        s.op_count = starts.get(&key).map_or(0, |v| (v.partition_point(|&t| t < s.end_ns) - v.partition_point(|&t| t < s.start_ns)) as i64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_paths_and_passes() {
+        assert_eq!(scope_of("jit(train_step)/jvp(forward)/layer_0/attention/qkv/dot_general"), (Some("forward/layer_0/attention/qkv".into()), "forward"));
+        assert_eq!(
+            scope_of("jit(train_step)/backward/transpose(jvp(forward))/layer_0/attention/context/dot_general"),
+            (Some("backward/forward/layer_0/attention/context".into()), "backward")
+        );
+        assert_eq!(scope_of("jit(train_step)/optimizer/mul").1, "optimizer");
+        assert_eq!(scope_of("jit(f)/jit(main)/add:"), (None, "other"));
+        assert_eq!(scope_of("jit(f)/remat(block)/mlp/dot_general").1, "remat");
+    }
+
+    #[test]
+    fn collective_names_match_words_not_substrings() {
+        assert_eq!(collective_kind_of_name("ncclDevKernel_AllGather_RING_LL"), Some("all-gather"));
+        assert_eq!(collective_kind_of_name("ncclDevKernel_ReduceScatter_RING_LL"), Some("reduce-scatter"));
+        assert_eq!(collective_kind_of_name("psum.1"), Some("all-reduce"));
+        assert_eq!(collective_kind_of_name("all-reduce.3"), Some("all-reduce"));
+        assert_eq!(collective_kind_of_name("ppermute.3"), Some("collective-permute"));
+        assert_eq!(collective_kind_of_name("fusion.12"), None);
+        assert_eq!(collective_kind_of_name("sendfile_fusion"), None);
+        assert_eq!(collective_kind_of_opcode("all-gather-start"), Some("all-gather"));
+    }
+
+    #[test]
+    fn coverage_of_merged_intervals() {
+        let m = union(vec![(0, 10), (5, 20), (30, 40)]);
+        assert_eq!(m, vec![(0, 20), (30, 40)]);
+        assert_eq!(covered(&m, 15, 35), 10);
+    }
+}

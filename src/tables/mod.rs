@@ -1,0 +1,275 @@
+//! Tables: a decoded [`Capture`] becomes the profq tables as Arrow record batches.
+//!
+//! `schema` is the contract (columns and docs), `derive` the semantic rules (ops, steps,
+//! collectives, regions), `columns` the Arrow helpers. [`build`] ties them together.
+
+pub mod columns;
+pub mod derive;
+pub mod schema;
+
+use crate::model::*;
+use arrow::array::*;
+use arrow::record_batch::RecordBatch;
+use columns::*;
+use derive::Derived;
+use std::sync::Arc;
+
+/// What the caller knows about a run besides its content.
+#[derive(Clone, Debug, Default)]
+pub struct RunInfo {
+    pub run_id: String,
+    pub source_path: String,
+    pub trace_sha256: String,
+    pub labels: Vec<(String, String)>,
+    pub ingested_at_ns: i64,
+}
+
+/// All tables of one run, each as a list of record batches (in schema order).
+pub struct RunTables {
+    pub tables: Vec<(&'static str, Vec<RecordBatch>)>,
+}
+
+impl RunTables {
+    pub fn get(&self, name: &str) -> Option<&[RecordBatch]> {
+        self.tables.iter().find(|(n, _)| *n == name).map(|(_, b)| b.as_slice())
+    }
+    pub fn rows(&self, name: &str) -> usize {
+        self.get(name).map_or(0, |b| b.iter().map(|b| b.num_rows()).sum())
+    }
+}
+
+type Result<T> = std::result::Result<T, arrow::error::ArrowError>;
+
+pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
+    let derived = derive::derive(capture);
+    let capture = &*capture;
+    let mut tables = Vec::new();
+    tables.push(("runs", vec![runs_batch(capture, &derived, info)?]));
+    let mut events = Vec::new();
+    for (ci, chunk) in capture.chunks.iter().enumerate() {
+        if !chunk.is_empty() {
+            events.push(events_batch(capture, chunk, derived.chunk_base[ci])?);
+        }
+    }
+    tables.push(("events", events));
+    tables.push(("ops", vec![ops_batch(capture, &derived)?]));
+    tables.push(("regions", vec![regions_batch(&derived)?]));
+    tables.push(("steps", vec![steps_batch(capture, &derived)?]));
+    tables.push(("collectives", vec![collectives_batch(capture, &derived)?]));
+    Ok(RunTables { tables })
+}
+
+fn batch(table: &str, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
+    let t = schema::table(table).expect("known table");
+    RecordBatch::try_new(schema::arrow_schema(t), columns)
+}
+
+fn runs_batch(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<RecordBatch> {
+    let m = &capture.meta;
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for c in &capture.chunks {
+        for i in 0..c.len() {
+            lo = lo.min(c.start_ns[i]);
+            hi = hi.max(c.start_ns[i].saturating_add(c.dur_ns[i]));
+        }
+    }
+    let duration = if hi >= lo { hi - lo } else { 0 };
+    let mut devices: Vec<u32> = derived.ops.iter().map(|o| o.device).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    let labels = vec![info.labels.clone()];
+    batch(
+        "runs",
+        vec![
+            Arc::new(StringArray::from(vec![info.source_path.as_str()])),
+            Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::from_iter([m.source_format])),
+            Arc::new(StringArray::from(vec![info.trace_sha256.as_str()])),
+            text_list(&[m.hosts.clone()]),
+            i64s([m.num_events_total].into_iter()),
+            i64s([m.num_complete_events].into_iter()),
+            Arc::new(Int64Array::from(vec![m.start_epoch_ns])),
+            i64s([duration].into_iter()),
+            Arc::new(BooleanArray::from(vec![m.suspected_truncation])),
+            text_list(&[m.quality_warnings.clone()]),
+            text_map_rows(&labels),
+            Arc::new(StringArray::from(vec![m.jax_version.clone()])),
+            Arc::new(StringArray::from(vec![m.jaxlib_version.clone()])),
+            text_list(&[m.device_kinds.clone()]),
+            i64s([devices.len() as i64].into_iter()),
+            i64s([info.ingested_at_ns].into_iter()),
+            Arc::new(StringArray::from(vec![env!("CARGO_PKG_VERSION")])),
+        ],
+    )
+}
+
+fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let n = c.len();
+    let lines = &capture.lines;
+    let planes = &capture.planes;
+    let plane_of = |i: usize| &planes[lines[c.line[i] as usize].plane as usize];
+    let host = dict.encode((0..n).map(|i| plane_of(i).host));
+    let plane = dict.encode((0..n).map(|i| plane_of(i).name));
+    let line = dict.encode(c.line.iter().map(|&l| lines[l as usize].name));
+    let line_id = i64s(c.line.iter().map(|&l| lines[l as usize].line_id));
+    let name = dict.encode(c.name.iter().copied());
+    let display_name = dict.encode(c.display_name.iter().copied());
+    let category = dict.encode(c.category.iter().copied());
+    let parent = Arc::new(c.parent.iter().map(|&p| (p != NO_PARENT).then(|| base + p as i64)).collect::<Int64Array>());
+    let hlo_op = dict.encode(c.hlo_op.iter().copied());
+    let hlo_module = dict.encode(c.hlo_module.iter().copied());
+    let tf_op = dict.encode(c.tf_op.iter().copied());
+
+    // args: keys from the pool, values straight from the chunk's byte buffer.
+    let mut keys = StringBuilder::with_capacity(c.arg_key.len(), c.arg_key.len() * 8);
+    for &k in &c.arg_key {
+        keys.append_value(capture.strings.get(k).unwrap_or(""));
+    }
+    let value_offsets: Vec<i32> = c.arg_value_offsets.iter().map(|&o| o as i32).collect();
+    let values = StringArray::new(
+        arrow::buffer::OffsetBuffer::new(arrow::buffer::ScalarBuffer::from(value_offsets)),
+        arrow::buffer::Buffer::from(c.arg_value_bytes.as_slice()),
+        None,
+    );
+    let offsets: Vec<i32> = c.arg_offsets.iter().map(|&o| o as i32).collect();
+    let args = text_map(offsets, Arc::new(keys.finish()), Arc::new(values));
+
+    batch(
+        "events",
+        vec![
+            i64s((0..n as i64).map(|i| base + i)),
+            host,
+            plane,
+            line,
+            line_id,
+            name,
+            display_name,
+            category,
+            i64s(c.start_ns.iter().copied()),
+            i64s(c.dur_ns.iter().copied()),
+            i64s(c.self_ns.iter().copied()),
+            i64s(c.depth.iter().map(|&d| d as i64)),
+            parent,
+            hlo_op,
+            hlo_module,
+            nullable_i64s(c.program_id.iter().copied()),
+            tf_op,
+            nullable_i64s(c.step.iter().copied()),
+            nullable_i64s(c.correlation_id.iter().copied()),
+            nullable_i64s(c.device_ordinal.iter().copied()),
+            args,
+        ],
+    )
+}
+
+fn static_dict<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    Arc::new(values.collect::<DictionaryArray<arrow::datatypes::Int32Type>>())
+}
+
+fn ops_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let ops = &d.ops;
+    let mut region_paths = StringDictionaryBuilder::<arrow::datatypes::Int32Type>::new();
+    for o in ops {
+        region_paths.append_option(o.region_path.as_deref());
+    }
+    let mut sources = StringDictionaryBuilder::<arrow::datatypes::Int32Type>::new();
+    for o in ops {
+        sources.append_option(o.source.as_deref());
+    }
+    batch(
+        "ops",
+        vec![
+            i64s(ops.iter().map(|o| o.event_id)),
+            dict.encode(ops.iter().map(|o| o.host)),
+            dict.encode(ops.iter().map(|o| o.device)),
+            dict.encode(ops.iter().map(|o| o.line)),
+            dict.encode(ops.iter().map(|o| o.name)),
+            dict.encode(ops.iter().map(|o| o.hlo_op)),
+            dict.encode(ops.iter().map(|o| o.hlo_module)),
+            nullable_i64s(ops.iter().map(|o| o.program_id)),
+            dict.encode(ops.iter().map(|o| o.opcode)),
+            static_dict(ops.iter().map(|o| Some(o.category))),
+            dict.encode(ops.iter().map(|o| o.hlo_category)),
+            static_dict(ops.iter().map(|o| o.collective_kind)),
+            dict.encode(ops.iter().map(|o| o.tf_op)),
+            Arc::new(region_paths.finish()),
+            static_dict(ops.iter().map(|o| Some(o.pass))),
+            nullable_i64s(ops.iter().map(|o| o.step)),
+            i64s(ops.iter().map(|o| o.start_ns)),
+            i64s(ops.iter().map(|o| o.dur_ns)),
+            i64s(ops.iter().map(|o| o.self_ns)),
+            dict.encode(ops.iter().map(|o| o.shape)),
+            Arc::new(sources.finish()),
+            Arc::new(ops.iter().map(|o| o.flops).collect::<Float64Array>()),
+            Arc::new(ops.iter().map(|o| o.bytes_accessed).collect::<Float64Array>()),
+            Arc::new(ops.iter().map(|o| Some(o.is_async)).collect::<BooleanArray>()),
+        ],
+    )
+}
+
+fn regions_batch(d: &Derived) -> Result<RecordBatch> {
+    let rows: Vec<_> = d.regions.iter().collect();
+    let parent = |p: &str| p.rfind('/').map(|k| p[..k].to_string());
+    let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    batch(
+        "regions",
+        vec![
+            static_dict(rows.iter().map(|((pass, _), _)| Some(*pass))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|((_, p), _)| p.as_str()))),
+            i64s(rows.iter().map(|((_, p), _)| p.matches('/').count() as i64)),
+            Arc::new(rows.iter().map(|((_, p), _)| parent(p)).collect::<StringArray>()),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|((_, p), _)| name(p)))),
+            i64s(rows.iter().map(|(_, r)| r.op_count)),
+            i64s(rows.iter().map(|(_, r)| r.inclusive_ns)),
+            i64s(rows.iter().map(|(_, r)| r.exclusive_ns)),
+            i64s(rows.iter().map(|(_, r)| r.devices.len() as i64)),
+        ],
+    )
+}
+
+fn steps_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let s = &d.steps;
+    batch(
+        "steps",
+        vec![
+            dict.encode(s.iter().map(|x| x.host)),
+            dict.encode(s.iter().map(|x| x.device)),
+            i64s(s.iter().map(|x| x.step)),
+            dict.encode(s.iter().map(|x| x.name)),
+            i64s(s.iter().map(|x| x.start_ns)),
+            i64s(s.iter().map(|x| x.end_ns)),
+            i64s(s.iter().map(|x| x.end_ns - x.start_ns)),
+            static_dict(s.iter().map(|x| Some(x.source))),
+            i64s(s.iter().map(|x| x.busy_ns)),
+            i64s(s.iter().map(|x| x.compute_ns)),
+            i64s(s.iter().map(|x| x.communication_ns)),
+            i64s(s.iter().map(|x| (x.end_ns - x.start_ns) - x.busy_ns)),
+            i64s(s.iter().map(|x| x.op_count)),
+        ],
+    )
+}
+
+fn collectives_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let rows: Vec<(&derive::Op, i64)> = d.collectives.iter().map(|c| (&d.ops[c.op], c.overlapped_ns)).collect();
+    batch(
+        "collectives",
+        vec![
+            i64s(rows.iter().map(|(o, _)| o.event_id)),
+            dict.encode(rows.iter().map(|(o, _)| o.host)),
+            dict.encode(rows.iter().map(|(o, _)| o.device)),
+            dict.encode(rows.iter().map(|(o, _)| o.hlo_op)),
+            dict.encode(rows.iter().map(|(o, _)| o.hlo_module)),
+            static_dict(rows.iter().map(|(o, _)| o.collective_kind)),
+            nullable_i64s(rows.iter().map(|(o, _)| o.step)),
+            i64s(rows.iter().map(|(o, _)| o.start_ns)),
+            i64s(rows.iter().map(|(o, _)| o.dur_ns)),
+            Arc::new(rows.iter().map(|(o, _)| o.shape_bytes).collect::<Int64Array>()),
+            Arc::new(rows.iter().map(|(o, _)| Some(o.is_async)).collect::<BooleanArray>()),
+            i64s(rows.iter().map(|(_, ov)| *ov)),
+            i64s(rows.iter().map(|(o, ov)| o.dur_ns - ov)),
+        ],
+    )
+}

@@ -1,0 +1,253 @@
+//! The table contract: every table's columns, types and meaning, defined once.
+//!
+//! Arrow schemas, `profq schema` and `docs/schema.md` are all generated from [`TABLES`];
+//! a test fails when `docs/schema.md` drifts from it. `run_id` is the hive partition
+//! column (`<store>/<table>/run_id=<id>/`): it is part of every table when read through the
+//! store, and not repeated inside the Parquet files.
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use std::sync::Arc;
+
+/// Logical column types of the contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Col {
+    /// Dictionary-encoded string (Dictionary(Int32, Utf8)).
+    Name,
+    Text,
+    Int,
+    Float,
+    Bool,
+    TextList,
+    /// Map<Utf8, Utf8>.
+    TextMap,
+}
+
+impl Col {
+    pub fn data_type(self) -> DataType {
+        match self {
+            Col::Name => DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            Col::Text => DataType::Utf8,
+            Col::Int => DataType::Int64,
+            Col::Float => DataType::Float64,
+            Col::Bool => DataType::Boolean,
+            Col::TextList => DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            Col::TextMap => DataType::Map(
+                Arc::new(Field::new(
+                    "entries",
+                    DataType::Struct(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Utf8, true)].into()),
+                    false,
+                )),
+                false,
+            ),
+        }
+    }
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            Col::Name => "VARCHAR (dictionary)",
+            Col::Text => "VARCHAR",
+            Col::Int => "BIGINT",
+            Col::Float => "DOUBLE",
+            Col::Bool => "BOOLEAN",
+            Col::TextList => "LIST<VARCHAR>",
+            Col::TextMap => "MAP<VARCHAR, VARCHAR>",
+        }
+    }
+}
+
+pub struct Column {
+    pub name: &'static str,
+    pub ty: Col,
+    pub nullable: bool,
+    pub doc: &'static str,
+}
+
+pub struct Table {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub columns: &'static [Column],
+}
+
+const fn c(name: &'static str, ty: Col, nullable: bool, doc: &'static str) -> Column {
+    Column { name, ty, nullable, doc }
+}
+
+use Col::*;
+
+pub const RUN_ID_DOC: &str = "Run identifier; the hive partition (`run_id=<id>` directory), present in every table.";
+
+pub const TABLES: &[Table] = &[
+    Table {
+        name: "runs",
+        doc: "One row per ingested run (one capture session: one or more hosts' files).",
+        columns: &[
+            c("source_path", Text, false, "Path the run was ingested from (as given on the command line)."),
+            c("source_format", Name, false, "`xplane` or `trace_json`."),
+            c("trace_sha256", Text, false, "SHA-256 of the file bytes (compressed bytes for .gz); for several files, of their sorted `name:sha256` lines."),
+            c("hosts", TextList, false, "Host names in the run, in file order."),
+            c("num_events_total", Int, false, "Every event in the source, including ones not kept (aggregated XPlane events, JSON metadata/flow events)."),
+            c("num_complete_events", Int, false, "Events kept in the `events` table."),
+            c("start_epoch_ns", Int, true, "Absolute start of the run (ns since the Unix epoch) when the profile records it; all `start_ns` are relative to it."),
+            c("duration_ns", Int, false, "Latest event end minus earliest event start."),
+            c("suspected_truncation", Bool, false, "True when the source looks cut (trace JSON at an exporter's event cap)."),
+            c("quality_warnings", TextList, false, "Everything profq noticed that makes numbers less trustworthy (fallbacks, dropped events, XSpace errors)."),
+            c("labels", TextMap, false, "`--label KEY=VALUE` pairs given at ingest."),
+            c("jax_version", Text, true, "Producer JAX version, when the profile records it."),
+            c("jaxlib_version", Text, true, "Producer jaxlib version, when the profile records it."),
+            c("device_kinds", TextList, false, "Accelerator kinds seen (e.g. `TPU v6 Lite`, `AMD GPU`); empty for CPU-only captures."),
+            c("num_devices", Int, false, "Distinct devices that ran ops."),
+            c("ingested_at_ns", Int, false, "Wall-clock time of the ingest (ns since the epoch); orders runs in a store."),
+            c("profq_version", Text, false, "profq version that wrote the run."),
+        ],
+    },
+    Table {
+        name: "events",
+        doc: "Every timeline event of every line (XPlane lines, trace JSON threads), sorted by host, plane, line, start.",
+        columns: &[
+            c("event_id", Int, false, "Dense id of the event within the run (row order)."),
+            c("host", Name, false, "Host the event was captured on."),
+            c("plane", Name, false, "XPlane name (`/device:TPU:0`, `/host:CPU`) or trace JSON process name."),
+            c("line", Name, false, "Line (thread / stream) name."),
+            c("line_id", Int, false, "XLine id or JSON tid (-1 when the tid is not a number)."),
+            c("name", Name, true, "Event name (XEventMetadata.name; for TPU ops the full HLO text)."),
+            c("display_name", Name, true, "XEventMetadata.display_name when it differs from `name` (TPU: the short HLO op name)."),
+            c("category", Name, true, "Trace JSON `cat` (Kineto: kernel, cpu_op, cuda_runtime, ...); null for XPlane."),
+            c("start_ns", Int, false, "Start, ns since the run start."),
+            c("dur_ns", Int, false, "Duration in ns (0 for instant and counter events)."),
+            c("self_ns", Int, false, "Exclusive time within its line: dur_ns minus the durations of its direct children."),
+            c("depth", Int, false, "Nesting depth within its line (0 = top level)."),
+            c("parent_id", Int, true, "event_id of the enclosing event on the same line."),
+            c("hlo_op", Name, true, "`hlo_op` stat/arg."),
+            c("hlo_module", Name, true, "`hlo_module` stat/arg."),
+            c("program_id", Int, true, "`program_id` stat/arg."),
+            c("tf_op", Name, true, "`tf_op` stat/arg (framework op / scope path)."),
+            c("step", Int, true, "`step_num` stat/arg (StepTraceAnnotation events)."),
+            c("correlation_id", Int, true, "`correlation_id` stat or Kineto `correlation` arg."),
+            c("device_ordinal", Int, true, "`device_ordinal` stat/arg (the only device attribution on CPU captures)."),
+            c("args", TextMap, false, "Every other stat/arg as text (refs resolved, bytes as UTF-8 or 0x-hex); XPlane metadata stats included, event stats win."),
+        ],
+    },
+    Table {
+        name: "ops",
+        doc: "One row per device-op execution: TPU `XLA Ops`/`Async XLA Ops`, GPU stream kernels (XPlane `Stream #N` lines, Kineto kernel/memcpy/memset), and on CPU-only captures the host events carrying `hlo_op`.",
+        columns: &[
+            c("event_id", Int, false, "The op's row in `events`."),
+            c("host", Name, false, "Host."),
+            c("device", Name, false, "`TPU:0`, `GPU:3`; on CPU captures `CPU:<device_ordinal>`."),
+            c("line", Name, false, "Line the op ran on."),
+            c("name", Name, true, "Event name as in `events.name`."),
+            c("hlo_op", Name, false, "HLO instruction name (`fusion.3`, `psum.7`); the kernel name when there is none."),
+            c("hlo_module", Name, true, "HLO module (`jit_train_step`)."),
+            c("program_id", Int, true, "XLA program id."),
+            c("opcode", Name, true, "HLO opcode from the module's HloProto (`fusion`, `all-reduce`, `dot`)."),
+            c("category", Name, false, "`communication` (a collective), `stall` (waits, barriers), or `compute`."),
+            c("hlo_category", Name, true, "XProf's `hlo_category` stat when present (TPU)."),
+            c("collective_kind", Name, true, "all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, send-recv, other; null if not a collective."),
+            c("tf_op", Name, true, "Framework scope path: the `tf_op` stat (or `name` when tf_op is the generic `XlaModule`), else HLO metadata.op_name."),
+            c("region_path", Name, true, "Named-scope path of the op: `tf_op` without the `jit(...)` root and the primitive, transforms unwrapped (`jvp(forward)` → `forward`)."),
+            c("pass", Name, false, "`forward`, `backward` (transpose), `remat`, `optimizer` or `other`, from the scope path."),
+            c("step", Int, true, "Step whose window contains the op start (host step annotations or the device's `Steps` line)."),
+            c("start_ns", Int, false, "Start, ns since the run start."),
+            c("dur_ns", Int, false, "Duration in ns."),
+            c("self_ns", Int, false, "Exclusive time on its line."),
+            c("shape", Name, true, "Result shape from the HloProto (`f32[256,1024]`)."),
+            c("source", Name, true, "`file:line` of the op from HLO metadata."),
+            c("flops", Float, true, "`flops` stat when the profile has it."),
+            c("bytes_accessed", Float, true, "`bytes_accessed` stat when the profile has it."),
+            c("is_async", Bool, false, "Async op (`*-start`/`*-done` opcodes or an `Async` line)."),
+        ],
+    },
+    Table {
+        name: "regions",
+        doc: "Named-scope hierarchy rolled up from ops: one row per (pass, scope path prefix). Times sum op self time (concurrent ops on several devices or threads add up).",
+        columns: &[
+            c("pass", Name, false, "Pass of the ops under the region (forward/backward regions with the same path are separate rows)."),
+            c("path", Text, false, "Scope path (`forward/layer_0/attention`)."),
+            c("depth", Int, false, "Number of components minus one."),
+            c("parent_path", Text, true, "Path of the parent region; null at the top."),
+            c("name", Text, false, "Last component of the path."),
+            c("op_count", Int, false, "Op executions at or under the region."),
+            c("inclusive_ns", Int, false, "Sum of self_ns of ops at or under the region."),
+            c("exclusive_ns", Int, false, "Sum of self_ns of ops exactly at the region."),
+            c("num_devices", Int, false, "Distinct devices of those ops."),
+        ],
+    },
+    Table {
+        name: "steps",
+        doc: "Training steps: from host StepTraceAnnotation events (events with `step_num`, device null) or device `Steps` lines (one row per device), with device activity inside the step window.",
+        columns: &[
+            c("host", Name, false, "Host."),
+            c("device", Name, true, "Device of a device `Steps` line; null for host-derived steps."),
+            c("step", Int, false, "Step number."),
+            c("name", Name, true, "Name of the step event (`train`)."),
+            c("start_ns", Int, false, "Step start."),
+            c("end_ns", Int, false, "Step end."),
+            c("dur_ns", Int, false, "end_ns - start_ns."),
+            c("source", Name, false, "`step_annotation` (host events with step_num) or `device_steps_line`."),
+            c("busy_ns", Int, false, "Union of op intervals inside the window (all devices for host steps)."),
+            c("compute_ns", Int, false, "Union of non-collective op intervals inside the window."),
+            c("communication_ns", Int, false, "Union of collective op intervals inside the window not covered by compute."),
+            c("idle_ns", Int, false, "dur_ns - busy_ns."),
+            c("op_count", Int, false, "Ops starting inside the window."),
+        ],
+    },
+    Table {
+        name: "collectives",
+        doc: "One row per collective op execution, with its overlap against compute on the same device.",
+        columns: &[
+            c("event_id", Int, false, "The op's row in `events`."),
+            c("host", Name, false, "Host."),
+            c("device", Name, false, "Device, as in `ops.device`."),
+            c("hlo_op", Name, false, "HLO op or kernel name."),
+            c("hlo_module", Name, true, "HLO module."),
+            c("kind", Name, false, "all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, send-recv or other."),
+            c("step", Int, true, "Step containing the op start."),
+            c("start_ns", Int, false, "Start."),
+            c("dur_ns", Int, false, "Duration."),
+            c("bytes", Int, true, "Result size from the HLO shape, when known."),
+            c("is_async", Bool, false, "Async collective (start/done pair or Async line)."),
+            c("overlapped_ns", Int, false, "Part of the op covered by compute ops on the same device."),
+            c("exposed_ns", Int, false, "dur_ns - overlapped_ns."),
+        ],
+    },
+];
+
+pub fn table(name: &str) -> Option<&'static Table> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+/// Arrow schema of a table as stored in Parquet (without the run_id partition column).
+pub fn arrow_schema(table: &Table) -> SchemaRef {
+    Arc::new(Schema::new(
+        table.columns.iter().map(|c| Field::new(c.name, c.ty.data_type(), c.nullable)).collect::<Vec<_>>(),
+    ))
+}
+
+/// Markdown documentation of every table (the content of `docs/schema.md`).
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# profq tables\n\nGenerated by `profq schema --markdown` from `src/tables/schema.rs`; a test keeps this file in sync.\n\n\
+         Times are Int64 nanoseconds; `start_ns` is relative to the run start (`runs.start_epoch_ns` keeps the absolute epoch).\n\
+         String columns marked *dictionary* are dictionary-encoded in Arrow and Parquet.\n\
+         Every table is stored as `<store>/<table>/run_id=<id>/*.parquet` (hive partitioning, zstd).\n",
+    );
+    for t in TABLES {
+        out.push_str(&format!("\n## `{}`\n\n{}\n\n| column | type | null | meaning |\n|---|---|---|---|\n", t.name, t.doc));
+        out.push_str(&format!("| `run_id` | VARCHAR | no | {RUN_ID_DOC} |\n"));
+        for c in t.columns {
+            out.push_str(&format!("| `{}` | {} | {} | {} |\n", c.name, c.ty.sql_name(), if c.nullable { "yes" } else { "no" }, c.doc));
+        }
+    }
+    out
+}
+
+/// Plain-text description of one table (for `profq schema TABLE`).
+pub fn describe(t: &Table) -> String {
+    let mut out = format!("{}: {}\n", t.name, t.doc);
+    let width = t.columns.iter().map(|c| c.name.len()).max().unwrap_or(6).max(6);
+    out.push_str(&format!("  {:width$}  {:22}  {}\n", "run_id", "VARCHAR", RUN_ID_DOC));
+    for c in t.columns {
+        let ty = format!("{}{}", c.ty.sql_name(), if c.nullable { "" } else { " NOT NULL" });
+        out.push_str(&format!("  {:width$}  {:22}  {}\n", c.name, ty, c.doc));
+    }
+    out
+}

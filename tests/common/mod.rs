@@ -1,0 +1,113 @@
+//! Shared test helpers: fixture locations, temp stores, the profq binary, SQL over a store.
+#![allow(dead_code)]
+
+use profq::engine::Engine;
+use profq::render::{render, Format};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Our own small JAX CPU captures, committed under tests/data/jax_cpu.
+pub fn jax_cpu(name: &str) -> PathBuf {
+    repo().join("tests/data/jax_cpu").join(name)
+}
+
+/// The shared fixtures folder: $PROFQ_FIXTURES, else ../shared/fixtures next to the repo.
+pub fn shared_fixtures() -> PathBuf {
+    std::env::var_os("PROFQ_FIXTURES").map(PathBuf::from).unwrap_or_else(|| repo().join("../shared/fixtures"))
+}
+
+/// A file under the shared fixtures. Missing: a failure under CI=true, else None (test skipped).
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    let p = shared_fixtures().join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("fixture {rel} missing under {} (CI requires it)", shared_fixtures().display());
+    }
+    eprintln!("skipping: fixture {rel} not found under {}", shared_fixtures().display());
+    None
+}
+
+/// The single xplane.pb of a capture directory.
+pub fn xplane_of(capture_dir: &Path) -> PathBuf {
+    find_file(capture_dir, ".xplane.pb").expect("capture has an xplane.pb")
+}
+
+pub fn find_file(dir: &Path, suffix: &str) -> Option<PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut found = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().unwrap().to_string_lossy().ends_with(suffix) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().next()
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh, empty directory under the system temp dir.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let p = std::env::temp_dir().join(format!("profq-test-{}-{}-{tag}", std::process::id(), n));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+pub fn profq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_profq")).args(args).env_remove("PROFQ_STORE").output().expect("run profq")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Ingests `input` into `store` with the binary and asserts success.
+pub fn ingest(store: &Path, input: &Path, run_id: &str) {
+    let o = profq(&["ingest", input.to_str().unwrap(), "--store", store.to_str().unwrap(), "--run-id", run_id]);
+    assert!(o.status.success(), "ingest {} failed: {}", input.display(), stderr(&o));
+}
+
+/// Runs SQL over a store in-process and returns the rows as JSON objects.
+pub fn sql(store: &Path, query: &str) -> Vec<serde_json::Value> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let batches = rt.block_on(async {
+        let engine = Engine::open(store).await.unwrap();
+        engine.sql(query).await.unwrap_or_else(|e| panic!("{query}: {e}"))
+    });
+    let text = render(&batches, Format::Json);
+    match serde_json::from_str(&text).unwrap() {
+        serde_json::Value::Array(a) => a,
+        _ => unreachable!(),
+    }
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+pub fn as_i64(v: &serde_json::Value) -> i64 {
+    v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)).unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+pub fn as_str(v: &serde_json::Value) -> &str {
+    v.as_str().unwrap_or("")
+}

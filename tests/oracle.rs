@@ -1,0 +1,126 @@
+//! profq's tables checked against XProf 2.24.2's numbers for the same files (`oracle/`).
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const JAX_CPU: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"];
+
+/// Event counts and total durations per (plane, line, event) equal XProf's
+/// `aggregate_xplane_events --group_by=plane,line,event`.
+fn check_event_aggregates(xplane: &Path, oracle_dir: &Path) {
+    let store = temp_dir("agg");
+    ingest(&store, xplane, "r");
+    let rows = sql(&store, "SELECT plane, line, name, count(*) AS n, sum(dur_ns) AS total FROM events GROUP BY plane, line, name");
+    let mut ours: BTreeMap<(String, String, String), (i64, i64)> = BTreeMap::new();
+    for r in &rows {
+        let key = (as_str(&r["plane"]).to_string(), as_str(&r["line"]).to_string(), as_str(&r["name"]).to_string());
+        ours.insert(key, (as_i64(&r["n"]), as_i64(&r["total"])));
+    }
+    let oracle = read_json(&oracle_dir.join("cli_aggregate_xplane_events.json"));
+    assert_eq!(oracle["truncated"], false);
+    let aggs = oracle["aggregates"].as_array().unwrap();
+    let mut oracle_events = 0;
+    for a in aggs {
+        let key = (as_str(&a["plane"]).to_string(), as_str(&a["line"]).to_string(), as_str(&a["event"]).to_string());
+        let count = as_i64(&a["count"]);
+        oracle_events += count;
+        let total_ps = a["total_duration_ps"].as_f64().unwrap();
+        let Some(&(n, total_ns)) = ours.get(&key) else { panic!("{}: oracle group {key:?} missing from events", xplane.display()) };
+        assert_eq!(n, count, "{}: count of {key:?}", xplane.display());
+        // Each event is rounded to whole ns at both ends: at most 1 ns off per event.
+        let diff = (total_ns as f64 - total_ps / 1000.0).abs();
+        assert!(diff <= count as f64 + 1.0, "{}: duration of {key:?}: ours {total_ns} ns vs xprof {total_ps} ps", xplane.display());
+    }
+    let ours_total: i64 = ours.values().map(|v| v.0).sum();
+    assert_eq!(ours_total, oracle_events, "{}: total events", xplane.display());
+    assert_eq!(ours.len(), aggs.len(), "{}: number of (plane, line, event) groups", xplane.display());
+}
+
+#[test]
+fn jax_cpu_event_aggregates_match_xprof() {
+    for name in JAX_CPU {
+        let dir = jax_cpu(name);
+        check_event_aggregates(&xplane_of(&dir), &dir.join("oracle"));
+    }
+}
+
+#[test]
+fn public_xplane_event_aggregates_match_xprof() {
+    for rel in [
+        "public/openxla-xprof/tpu_v6e_jax_inference",
+        "public/TraceLens/mi300x_jax08_conv",
+        "public/TraceLens/mi300x_jax08_elementwise",
+        "public/TraceLens/mi300x_jax08_gemm",
+        "public/TraceLens/mi300x_jax_conv_minimal_legacy",
+    ] {
+        let Some(dir) = shared(rel) else { continue };
+        check_event_aggregates(&xplane_of(&dir), &dir.join("oracle"));
+    }
+}
+
+/// Steps equal the `train` StepTraceAnnotation events, as XProf's cold step trace lists them.
+#[test]
+fn jax_cpu_steps_match_step_annotations() {
+    for name in JAX_CPU {
+        let dir = jax_cpu(name);
+        let store = temp_dir("steps");
+        ingest(&store, &xplane_of(&dir), "r");
+        let steps = sql(&store, "SELECT step, dur_ns, source, device FROM steps ORDER BY step");
+        let oracle = read_json(&dir.join("oracle/cli_get_step_trace_cold.json"));
+        let expected = oracle["step_breakdown"].as_array().unwrap();
+        assert_eq!(steps.len(), expected.len(), "{name}: number of steps");
+        for (ours, theirs) in steps.iter().zip(expected) {
+            let ms = theirs["step_time_ms"].as_f64().unwrap();
+            let ours_ms = as_i64(&ours["dur_ns"]) as f64 / 1e6;
+            assert!((ours_ms - ms).abs() < 1e-3, "{name}: step {} is {ours_ms} ms, xprof {ms} ms", ours["step"]);
+            assert_eq!(as_str(&ours["source"]), "step_annotation");
+            assert!(ours["device"].is_null());
+        }
+        // And they are exactly the `train` events carrying step_num.
+        let train = sql(&store, "SELECT count(*) AS n FROM events WHERE name = 'train' AND step IS NOT NULL");
+        assert_eq!(as_i64(&train[0]["n"]), steps.len() as i64, "{name}");
+    }
+}
+
+/// Per-(program_id, hlo_op) device time equals XProf's hlo_stats within 0.5%.
+fn check_hlo_stats(rel: &str) {
+    let Some(dir) = shared(rel) else { return };
+    let store = temp_dir("hlo");
+    ingest(&store, &xplane_of(&dir), "r");
+    let oracle = read_json(&dir.join("oracle/cli_get_hlo_stats.json"));
+    let records = oracle["records"].as_array().unwrap();
+    assert!(!records.is_empty(), "{rel}: oracle has hlo_stats rows");
+    let rows = sql(
+        &store,
+        "SELECT CAST(program_id AS VARCHAR) AS pid, hlo_op, count(*) AS n, sum(dur_ns) AS total FROM ops \
+         WHERE line NOT LIKE 'Async%' GROUP BY program_id, hlo_op",
+    );
+    let ours: BTreeMap<(String, String), (i64, i64)> =
+        rows.iter().map(|r| ((as_str(&r["pid"]).to_string(), as_str(&r["hlo_op"]).to_string()), (as_i64(&r["n"]), as_i64(&r["total"])))).collect();
+    for rec in records {
+        let pid = match &rec["program_id"] {
+            serde_json::Value::Number(n) => n.to_string(),
+            v => as_str(v).to_string(),
+        };
+        let op = as_str(&rec["op_name"]).to_string();
+        let total_us = rec["total_time_us"].as_f64().unwrap();
+        let Some(&(n, total_ns)) = ours.get(&(pid.clone(), op.clone())) else { panic!("{rel}: ({pid}, {op}) missing from ops") };
+        assert_eq!(n, as_i64(&rec["occurrences"]), "{rel}: occurrences of ({pid}, {op})");
+        let rel_err = (total_ns as f64 / 1000.0 - total_us).abs() / total_us.max(1e-9);
+        assert!(rel_err <= 0.005, "{rel}: ({pid}, {op}) ours {} us vs xprof {total_us} us", total_ns as f64 / 1000.0);
+    }
+}
+
+#[test]
+fn tpu_hlo_stats_match_xprof() {
+    check_hlo_stats("public/openxla-xprof/tpu_v6e_jax_inference");
+}
+
+#[test]
+fn gpu_hlo_stats_match_xprof() {
+    for rel in ["public/TraceLens/mi300x_jax08_conv", "public/TraceLens/mi300x_jax08_elementwise", "public/TraceLens/mi300x_jax08_gemm"] {
+        check_hlo_stats(rel);
+    }
+}

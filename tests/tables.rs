@@ -1,0 +1,150 @@
+//! Derived tables on real captures: collectives, regions, Kineto kernels, XPlane vs JSON.
+
+mod common;
+use common::*;
+use std::collections::BTreeSet;
+
+#[test]
+fn multi_device_collectives_have_every_kind_with_correct_kinds() {
+    let dir = jax_cpu("multi_device_dp");
+    let store = temp_dir("coll");
+    ingest(&store, &xplane_of(&dir), "dp");
+    let rows = sql(&store, "SELECT hlo_module, hlo_op, kind, count(*) AS n, count(DISTINCT device) AS devices FROM collectives GROUP BY hlo_module, hlo_op, kind ORDER BY hlo_op");
+    let got: BTreeSet<(String, String, String)> = rows.iter().map(|r| (as_str(&r["hlo_module"]).into(), as_str(&r["hlo_op"]).into(), as_str(&r["kind"]).into())).collect();
+    for (module, op, kind) in [
+        ("jit_train_step", "reduce_scatter.7", "reduce-scatter"),
+        ("jit_train_step", "all_gather.3", "all-gather"),
+        ("jit_train_step", "psum.7", "all-reduce"),
+        ("jit_train_step", "ppermute.3", "collective-permute"),
+        ("jit_eval_step", "all-reduce", "all-reduce"),
+    ] {
+        assert!(got.contains(&(module.into(), op.into(), kind.into())), "missing {module}/{op} as {kind}; got {got:?}");
+    }
+    // 8 devices, one execution per device per step for the train-step collectives.
+    for r in &rows {
+        if as_str(&r["hlo_module"]) == "jit_train_step" {
+            assert_eq!(as_i64(&r["devices"]), 8, "{r}");
+            assert_eq!(as_i64(&r["n"]), 80, "{r}");
+        }
+    }
+    // Opcode comes from the HloProto, and the scope path too.
+    let psum = sql(&store, "SELECT DISTINCT opcode, tf_op, category FROM ops WHERE hlo_op = 'psum.7'");
+    assert_eq!(psum.len(), 1);
+    assert_eq!(as_str(&psum[0]["opcode"]), "all-reduce");
+    assert_eq!(as_str(&psum[0]["tf_op"]), "jit(train_step)/shard_map/loss_all_reduce/psum");
+    assert_eq!(as_str(&psum[0]["category"]), "communication");
+    // Overlap accounting is consistent.
+    let bad = sql(&store, "SELECT count(*) AS n FROM collectives WHERE overlapped_ns + exposed_ns <> dur_ns OR overlapped_ns < 0 OR exposed_ns < 0");
+    assert_eq!(as_i64(&bad[0]["n"]), 0);
+}
+
+#[test]
+fn transformer_regions_show_layers_with_forward_and_backward_separated() {
+    let dir = jax_cpu("transformer_lm");
+    let store = temp_dir("regions");
+    ingest(&store, &xplane_of(&dir), "tlm");
+    let rows = sql(&store, "SELECT pass, path FROM regions");
+    let have = |pass: &str, suffix: &str| rows.iter().any(|r| as_str(&r["pass"]) == pass && as_str(&r["path"]).ends_with(suffix));
+    for layer in ["layer_0", "layer_1"] {
+        for scope in ["attention/qkv", "attention/scores", "attention/softmax", "attention/context", "attention/out_proj", "mlp/up", "mlp/gelu", "mlp/down"] {
+            let suffix = format!("{layer}/{scope}");
+            assert!(have("forward", &suffix), "no forward region …{suffix}");
+            assert!(have("backward", &suffix), "no backward region …{suffix}");
+        }
+    }
+    // Inclusive time of a parent covers its children.
+    let bad = sql(
+        &store,
+        "SELECT c.path FROM regions c JOIN regions p ON c.parent_path = p.path AND c.pass = p.pass AND c.run_id = p.run_id WHERE c.inclusive_ns > p.inclusive_ns",
+    );
+    assert!(bad.is_empty(), "{bad:?}");
+    let passes = sql(&store, "SELECT DISTINCT pass FROM ops ORDER BY pass");
+    let passes: Vec<&str> = passes.iter().map(|r| as_str(&r["pass"])).collect();
+    assert!(passes.contains(&"forward") && passes.contains(&"backward") && passes.contains(&"optimizer"), "{passes:?}");
+}
+
+#[test]
+fn xplane_and_trace_json_of_one_capture_agree() {
+    for name in ["mlp_train", "host_bound_gappy", "multi_device_dp"] {
+        let dir = jax_cpu(name);
+        let store = temp_dir("agree");
+        ingest(&store, &xplane_of(&dir), "x");
+        ingest(&store, &find_file(&dir, "perfetto_trace.json.gz").unwrap(), "j");
+        let q = |run: &str, sql_text: &str| sql(&store, &sql_text.replace("$RUN", run));
+        let steps_x = q("x", "SELECT step, dur_ns FROM steps WHERE run_id = '$RUN' ORDER BY step");
+        let steps_j = q("j", "SELECT step, dur_ns FROM steps WHERE run_id = '$RUN' ORDER BY step");
+        assert_eq!(steps_x.len(), steps_j.len(), "{name}");
+        for (a, b) in steps_x.iter().zip(&steps_j) {
+            assert_eq!(a["step"], b["step"]);
+            assert!((as_i64(&a["dur_ns"]) - as_i64(&b["dur_ns"])).abs() <= 1, "{name}: {a} vs {b}");
+        }
+        let top = "SELECT hlo_op, count(*) AS n, sum(dur_ns) AS t FROM ops WHERE run_id = '$RUN' GROUP BY hlo_op ORDER BY t DESC, hlo_op LIMIT 10";
+        let (tx, tj) = (q("x", top), q("j", top));
+        assert_eq!(tx.iter().map(|r| (r["hlo_op"].clone(), r["n"].clone())).collect::<Vec<_>>(), tj.iter().map(|r| (r["hlo_op"].clone(), r["n"].clone())).collect::<Vec<_>>(), "{name}");
+        let events = q("x", "SELECT count(*) AS n FROM events WHERE run_id = '$RUN'");
+        let events_j = q("j", "SELECT count(*) AS n FROM events WHERE run_id = '$RUN'");
+        assert_eq!(events, events_j, "{name}: every xplane event is in the JSON");
+    }
+}
+
+#[test]
+fn kineto_traces_ingest_with_kernels_on_streams() {
+    for rel in [
+        "public/TraceLens/kineto/h100_bert-small-uncased.json.gz",
+        "public/TraceLens/kineto/mi300_bert-small-uncased.json.gz",
+        "public/HolisticTraceAnalysis/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    ] {
+        let Some(path) = shared(rel) else { continue };
+        let store = temp_dir("kineto");
+        ingest(&store, &path, "k");
+        let kernels = sql(&store, "SELECT count(*) AS n FROM events WHERE category = 'kernel'");
+        let ops = sql(&store, "SELECT count(*) AS n, count(DISTINCT line) AS lines, min(line) AS line FROM ops WHERE name IS NOT NULL");
+        assert!(as_i64(&kernels[0]["n"]) > 0, "{rel}");
+        assert!(as_i64(&ops[0]["n"]) >= as_i64(&kernels[0]["n"]), "{rel}: every kernel is an op");
+        assert!(as_str(&ops[0]["line"]).starts_with("stream"), "{rel}: {:?}", ops[0]);
+        let runs = sql(&store, "SELECT source_format FROM runs");
+        assert_eq!(as_str(&runs[0]["source_format"]), "trace_json");
+    }
+}
+
+#[test]
+fn nccl_kernels_are_collectives() {
+    let Some(path) = shared("public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz") else { return };
+    let store = temp_dir("nccl");
+    ingest(&store, &path, "nccl");
+    let rows = sql(&store, "SELECT kind, count(*) AS n FROM collectives GROUP BY kind ORDER BY kind");
+    assert!(!rows.is_empty(), "no collectives found");
+    let nccl_kernels = sql(&store, "SELECT count(*) AS n FROM ops WHERE lower(hlo_op) LIKE '%nccl%'");
+    let collectives: i64 = rows.iter().map(|r| as_i64(&r["n"])).sum();
+    assert_eq!(collectives, as_i64(&nccl_kernels[0]["n"]), "{rows:?}");
+}
+
+#[test]
+fn gpu_xplane_ops_are_kernels_not_host_launches() {
+    let Some(dir) = shared("public/TraceLens/mi300x_jax08_conv") else { return };
+    let store = temp_dir("gpu");
+    ingest(&store, &xplane_of(&dir), "g");
+    let rows = sql(&store, "SELECT count(DISTINCT device) AS d, count(*) AS n, min(device) AS first FROM ops");
+    assert_eq!(as_i64(&rows[0]["d"]), 8);
+    assert_eq!(as_str(&rows[0]["first"]), "GPU:0");
+    let host_ops = sql(&store, "SELECT count(*) AS n FROM ops WHERE device LIKE 'CPU%'");
+    assert_eq!(as_i64(&host_ops[0]["n"]), 0);
+    let kinds = sql(&store, "SELECT device_kinds FROM runs");
+    assert!(kinds[0]["device_kinds"].to_string().contains("AMD"), "{kinds:?}");
+}
+
+#[test]
+fn tpu_ops_get_module_program_and_cost_stats() {
+    let Some(dir) = shared("public/openxla-xprof/tpu_v6e_jax_inference") else { return };
+    let store = temp_dir("tpu");
+    ingest(&store, &xplane_of(&dir), "t");
+    let rows = sql(&store, "SELECT count(*) AS n, count(hlo_module) AS m, count(program_id) AS p, count(flops) AS f FROM ops WHERE line = 'XLA Ops'");
+    let n = as_i64(&rows[0]["n"]);
+    assert!(n > 6000, "{rows:?}");
+    assert_eq!(as_i64(&rows[0]["m"]), n);
+    assert_eq!(as_i64(&rows[0]["p"]), n);
+    let ar = sql(&store, "SELECT DISTINCT kind, hlo_module FROM collectives");
+    assert_eq!(ar.len(), 1, "{ar:?}");
+    assert_eq!(as_str(&ar[0]["kind"]), "all-reduce");
+    assert_eq!(as_str(&ar[0]["hlo_module"]), "jit__psum");
+}
