@@ -42,12 +42,13 @@ fn duckdb_and_pandas_read_the_dataset() {
 import sys, json, duckdb, pandas as pd
 store = sys.argv[1]
 out = {}
+con = duckdb.connect()
 for t, col in [("events","dur_ns"),("ops","dur_ns"),("steps","dur_ns"),("collectives","dur_ns"),("regions","inclusive_ns"),("runs","num_events_total")]:
-    n, s = duckdb.sql(f"SELECT count(*), coalesce(sum({col}),0) FROM read_parquet('{store}/{t}/*/*.parquet', hive_partitioning=true)").fetchone()
+    n, s = con.execute(f"SELECT count(*), coalesce(sum({col}),0) FROM read_parquet('{store}/{t}/*/*.parquet', hive_partitioning=true)").fetchone()
     df = pd.read_parquet(f"{store}/{t}")
     out[t] = {"duckdb": [int(n), int(s)], "pandas": [len(df), int(df[col].sum())], "runs": sorted(str(r) for r in df["run_id"].unique())}
 # args is a real MAP: DuckDB can index it.
-out["args"] = duckdb.sql(f"SELECT count(*) FROM read_parquet('{store}/events/*/*.parquet', hive_partitioning=true) WHERE args['hlo_module'] IS NOT NULL OR args['_src'] IS NOT NULL").fetchone()[0]
+out["args"] = con.execute(f"SELECT count(*) FROM read_parquet('{store}/events/*/*.parquet', hive_partitioning=true) WHERE args['hlo_module'] IS NOT NULL OR args['_src'] IS NOT NULL").fetchone()[0]
 print(json.dumps(out))
 "#;
     let o = Command::new(&py).args(["-c", script, store.to_str().unwrap()]).output().unwrap();

@@ -94,7 +94,7 @@ fn check_hlo_stats(rel: &str) {
     assert!(!records.is_empty(), "{rel}: oracle has hlo_stats rows");
     let rows = sql(
         &store,
-        "SELECT CAST(program_id AS VARCHAR) AS pid, hlo_op, count(*) AS n, sum(dur_ns) AS total FROM ops \
+        "SELECT CAST(program_id AS VARCHAR) AS pid, hlo_op, count(*) AS n, sum(dur_ps) AS total FROM ops \
          WHERE line NOT LIKE 'Async%' GROUP BY program_id, hlo_op",
     );
     let ours: BTreeMap<(String, String), (i64, i64)> =
@@ -106,10 +106,11 @@ fn check_hlo_stats(rel: &str) {
         };
         let op = as_str(&rec["op_name"]).to_string();
         let total_us = rec["total_time_us"].as_f64().unwrap();
-        let Some(&(n, total_ns)) = ours.get(&(pid.clone(), op.clone())) else { panic!("{rel}: ({pid}, {op}) missing from ops") };
+        let Some(&(n, total_ps)) = ours.get(&(pid.clone(), op.clone())) else { panic!("{rel}: ({pid}, {op}) missing from ops") };
         assert_eq!(n, as_i64(&rec["occurrences"]), "{rel}: occurrences of ({pid}, {op})");
-        let rel_err = (total_ns as f64 / 1000.0 - total_us).abs() / total_us.max(1e-9);
-        assert!(rel_err <= 0.005, "{rel}: ({pid}, {op}) ours {} us vs xprof {total_us} us", total_ns as f64 / 1000.0);
+        let ours_us = total_ps as f64 / 1e6;
+        let rel_err = (ours_us - total_us).abs() / total_us.max(1e-9);
+        assert!(rel_err <= 0.005, "{rel}: ({pid}, {op}) ours {ours_us} us vs xprof {total_us} us");
     }
 }
 

@@ -94,10 +94,19 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(v)
 }
 
-/// Directories under `root` (itself included) that directly hold profile files, depth-limited.
+/// Names a profiler gives its files; other JSON in a directory (summaries, configs) is not a trace.
+fn is_profiler_file(p: &Path) -> bool {
+    let n = file_name(p);
+    n.ends_with(".xplane.pb")
+        || [".trace.json", ".trace.json.gz", ".pt.trace.json", ".pt.trace.json.gz"].iter().any(|s| n.ends_with(s))
+        || n == "perfetto_trace.json.gz"
+        || n == "perfetto_trace.json"
+}
+
+/// Directories under `root` (itself included) that directly hold profiler files, depth-limited.
 fn session_dirs(root: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
     let entries = sorted_entries(root)?;
-    if entries.iter().any(|p| p.is_file() && kind_of_file(p).is_some()) {
+    if entries.iter().any(|p| p.is_file() && is_profiler_file(p)) {
         out.push(root.to_path_buf());
     }
     if depth == 0 {
@@ -146,6 +155,9 @@ pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
     // Prefer sessions under plugins/profile; among them the newest (timestamps sort by name).
     let profile_sessions: Vec<&PathBuf> = sessions.iter().filter(|s| s.components().any(|c| c.as_os_str() == "plugins")).collect();
     let candidates: Vec<&PathBuf> = if profile_sessions.is_empty() { sessions.iter().collect() } else { profile_sessions };
+    let has_xplane = |d: &Path| sorted_entries(d).is_ok_and(|e| e.iter().any(|p| kind_of_file(p) == Some(SourceKind::XPlane)));
+    let with_xplane: Vec<&PathBuf> = candidates.iter().copied().filter(|d| has_xplane(d)).collect();
+    let candidates = if with_xplane.is_empty() { candidates } else { with_xplane };
     let Some(session) = candidates.iter().max_by_key(|s| file_name(s)).map(|s| s.to_path_buf()) else {
         return Err(input_err(input, "no profile found (no *.xplane.pb or trace JSON under this directory)"));
     };
@@ -162,7 +174,7 @@ pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
     // Per-host `<host>.trace.json.gz` carry the host name; perfetto_trace.json.gz is a copy of one of them.
     let per_host_json: Vec<SourceFile> = entries
         .iter()
-        .filter(|p| kind_of_file(p) == Some(SourceKind::TraceJson) && !file_name(p).starts_with("perfetto_trace"))
+        .filter(|p| is_profiler_file(p) && kind_of_file(p) == Some(SourceKind::TraceJson) && !file_name(p).starts_with("perfetto_trace"))
         .map(|p| SourceFile { path: p.clone(), kind: SourceKind::TraceJson, host: host_of_file(p) })
         .collect();
     let perfetto: Vec<SourceFile> = entries

@@ -51,6 +51,11 @@ pub fn nullable_i64s(values: impl Iterator<Item = i64>) -> ArrayRef {
     Arc::new(values.map(|v| if v == NULL_I64 { None } else { Some(v) }).collect::<Int64Array>())
 }
 
+/// Unsigned ids stored as i64 bits (NULL_I64 = null).
+pub fn nullable_u64s(values: impl Iterator<Item = i64>) -> ArrayRef {
+    Arc::new(values.map(|v| if v == NULL_I64 { None } else { Some(v as u64) }).collect::<UInt64Array>())
+}
+
 pub fn text_list(rows: &[Vec<String>]) -> ArrayRef {
     let mut b = ListBuilder::new(StringBuilder::new());
     for row in rows {

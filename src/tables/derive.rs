@@ -31,12 +31,15 @@ pub struct Op {
     pub start_ns: i64,
     pub dur_ns: i64,
     pub self_ns: i64,
+    pub dur_ps: i64,
     pub shape: u32,
     pub shape_bytes: Option<i64>,
     pub source: Option<String>,
     pub flops: Option<f64>,
     pub bytes_accessed: Option<f64>,
     pub is_async: bool,
+    /// On an `Async XLA Ops` line: an in-flight async span, not device occupancy.
+    pub async_span: bool,
 }
 
 impl Op {
@@ -402,7 +405,7 @@ pub fn derive(capture: &mut Capture) -> Derived {
     // Per (host, device) unions for overlap; per host for host-derived steps.
     let mut compute_by_device: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
     for op in &ops {
-        if op.category == "compute" {
+        if op.category == "compute" && !op.async_span {
             compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
         }
     }
@@ -447,6 +450,7 @@ struct PoolIds {
     flops: u32,
     bytes_accessed: u32,
     source: u32,
+    device_duration_ps: u32,
 }
 
 impl PoolIds {
@@ -457,6 +461,7 @@ impl PoolIds {
             flops: pool.intern("flops"),
             bytes_accessed: pool.intern("bytes_accessed"),
             source: pool.intern("source"),
+            device_duration_ps: pool.intern("device_duration_ps"),
         }
     }
 }
@@ -543,6 +548,10 @@ fn make_op(
         .and_then(|h| capture.str(h.source_file).map(|f| if h.source_line > 0 { format!("{f}:{}", h.source_line) } else { f.to_string() }))
         .or_else(|| arg(chunk, i, ids.source).map(str::to_string));
     let num = |key| arg(chunk, i, key).and_then(|v| v.trim().parse::<f64>().ok());
+    // The device's own measurement wins over the host-aligned timeline span (as in XProf).
+    let device_ps = num(ids.device_duration_ps).filter(|d| *d >= 0.0 && *d < 9.0e18).map(|ps| ps as i64);
+    let dur_ns = device_ps.map_or(chunk.dur_ns[i], |ps| (ps + 500) / 1000);
+    let nested_ns = chunk.dur_ns[i] - chunk.self_ns[i];
     Op {
         event_id: base + i as i64,
         chunk: ci as u32,
@@ -563,14 +572,16 @@ fn make_op(
         pass,
         step: NULL_I64,
         start_ns: start,
-        dur_ns: chunk.dur_ns[i],
-        self_ns: chunk.self_ns[i],
+        dur_ns,
+        self_ns: (dur_ns - nested_ns).max(0),
+        dur_ps: device_ps.unwrap_or(dur_ns.saturating_mul(1000)),
         shape: instr.map_or(NO_STR, |h| h.shape),
         shape_bytes: instr.and_then(|h| h.shape_bytes),
         source,
         flops: num(ids.flops),
         bytes_accessed: num(ids.bytes_accessed),
         is_async,
+        async_span: line_name.starts_with("Async"),
     }
 }
 
@@ -637,7 +648,7 @@ fn fill_step_activity(steps: &mut [Step], ops: &[Op]) {
     let mut all: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
     let mut compute: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
     let mut starts: HashMap<(u32, u32), Vec<i64>> = HashMap::new();
-    for op in ops {
+    for op in ops.iter().filter(|o| !o.async_span) {
         for key in [(op.host, NO_STR), (op.host, op.device)] {
             all.entry(key).or_default().push((op.start_ns, op.end_ns()));
             starts.entry(key).or_default().push(op.start_ns);
