@@ -148,3 +148,60 @@ fn tpu_ops_get_module_program_and_cost_stats() {
     assert_eq!(as_str(&ar[0]["kind"]), "all-reduce");
     assert_eq!(as_str(&ar[0]["hlo_module"]), "jit__psum");
 }
+
+/// Every profile in the shared fixtures ingests (directories resolve to their capture).
+#[test]
+fn every_shared_fixture_ingests() {
+    let all = [
+        "jax_cpu/shape_churn",
+        "jax_cpu/transformer_lm",
+        "public/openxla-xprof/tpu_v6e_jax_inference",
+        "public/TraceLens/mi300x_jax08_conv",
+        "public/TraceLens/mi300x_jax08_elementwise",
+        "public/TraceLens/mi300x_jax08_gemm",
+        "public/TraceLens/mi300x_jax_conv_minimal_legacy",
+        "public/TraceLens/kineto/h100_bert-small-uncased.json.gz",
+        "public/TraceLens/kineto/mi300_bert-small-uncased.json.gz",
+        "public/HolisticTraceAnalysis/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        "public/HolisticTraceAnalysis/critical_path",
+        "public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz",
+    ];
+    let store = temp_dir("all");
+    let mut expected = 0;
+    for rel in all {
+        let Some(path) = shared(rel) else { continue };
+        let o = profq(&["ingest", path.to_str().unwrap(), "--store", store.to_str().unwrap()]);
+        assert!(o.status.success(), "{rel}: {}", stderr(&o));
+        expected += 1;
+    }
+    let runs = sql(&store, "SELECT count(*) AS n, sum(CASE WHEN num_complete_events > 0 THEN 1 ELSE 0 END) AS nonempty FROM runs");
+    assert_eq!(as_i64(&runs[0]["n"]), expected);
+    assert_eq!(as_i64(&runs[0]["nonempty"]), expected);
+    // shape_churn's compiles: the four jit_train_step programs all ran ops in the capture.
+    if expected > 0 {
+        let programs = sql(&store, "SELECT count(DISTINCT program_id) AS n FROM ops WHERE run_id = 'shape_churn' AND hlo_module = 'jit_train_step'");
+        assert_eq!(as_i64(&programs[0]["n"]), 4);
+    }
+}
+
+/// Several hosts' files in one session are one run with a host column, aligned in time.
+#[test]
+fn a_multi_host_session_is_one_run() {
+    let src = xplane_of(&jax_cpu("mlp_train"));
+    let root = temp_dir("multihost");
+    let session = root.join("myrun/plugins/profile/2026_01_01_00_00_00");
+    std::fs::create_dir_all(&session).unwrap();
+    for host in ["worker-0", "worker-1", "worker-2"] {
+        std::fs::copy(&src, session.join(format!("{host}.xplane.pb"))).unwrap();
+    }
+    let store = temp_dir("multihost-store");
+    let o = profq(&["ingest", root.join("myrun").to_str().unwrap(), "--store", store.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("ingested myrun:"), "{}", stdout(&o));
+    let runs = sql(&store, "SELECT hosts, num_complete_events FROM runs");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["hosts"].to_string(), "\"[worker-0, worker-1, worker-2]\"");
+    let per_host = sql(&store, "SELECT host, count(*) AS n, min(start_ns) AS s FROM steps GROUP BY host ORDER BY host");
+    assert_eq!(per_host.len(), 3);
+    assert!(per_host.iter().all(|r| as_i64(&r["n"]) == 10 && r["s"] == per_host[0]["s"]), "{per_host:?}");
+}

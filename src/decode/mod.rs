@@ -98,7 +98,7 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
 fn is_profiler_file(p: &Path) -> bool {
     let n = file_name(p);
     n.ends_with(".xplane.pb")
-        || [".trace.json", ".trace.json.gz", ".pt.trace.json", ".pt.trace.json.gz"].iter().any(|s| n.ends_with(s))
+        || ["trace.json", "trace.json.gz"].iter().any(|s| n.ends_with(s))
         || n == "perfetto_trace.json.gz"
         || n == "perfetto_trace.json"
 }

@@ -149,7 +149,9 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
             _ => {}
         }
     }
-    let host_name = hostnames.first().filter(|h| !h.is_empty()).cloned().unwrap_or_else(|| default_host.to_string());
+    // The file name (`<host>.xplane.pb`) names the host, as XProf does: it is unique within a
+    // session even when every XSpace reports the same hostname.
+    let host_name = if default_host.is_empty() { hostnames.first().cloned().unwrap_or_else(|| "host".into()) } else { default_host.to_string() };
     let host = capture.strings.intern(&host_name);
     if !capture.meta.hosts.contains(&host_name) {
         capture.meta.hosts.push(host_name);
