@@ -7,7 +7,8 @@
 //! * [`store`]: tables → hive-partitioned Parquet dataset, committed atomically;
 //! * [`engine`]: DataFusion over the store, read-only SQL;
 //! * [`render`]: record batches → table / CSV / JSON text;
-//! * [`ingest`]: the orchestration of decode → tables → store for one input.
+//! * [`ingest`]: the orchestration of decode → tables → store for one input;
+//! * [`source`]: a run to analyse, from a store or decoded in memory.
 //!
 //! The `profq` binary (src/main.rs) only parses arguments and calls these.
 
@@ -16,5 +17,6 @@ pub mod engine;
 pub mod ingest;
 pub mod model;
 pub mod render;
+pub mod source;
 pub mod store;
 pub mod tables;

@@ -5,7 +5,9 @@
 //! (including SQL refused as not read-only).
 
 use clap::{Parser, Subcommand};
-use profq::engine::Engine;
+use profq::engine::{queries, Engine};
+use profq::source::{self, SourceError};
+use std::collections::BTreeMap;
 use profq::ingest::{self, IngestError, IngestOptions, Outcome};
 use profq::render::{self, Format};
 use profq::tables::schema;
@@ -47,6 +49,24 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
     },
+    /// List the named analyses (queries/*.sql), or print one.
+    Queries { name: Option<String> },
+    /// Run a named analysis on a run of the store or on a profile INPUT (decoded in memory).
+    Run {
+        name: String,
+        /// Profile to analyse without a store (dir, .xplane.pb, trace JSON).
+        input: Option<PathBuf>,
+        /// Run id in the store.
+        #[arg(long = "run")]
+        run: Option<String>,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// KEY=VALUE query parameter (repeatable); see `profq queries NAME`.
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
     /// Describe the tables (all, or one).
     Schema {
         table: Option<String>,
@@ -59,6 +79,26 @@ enum Command {
 fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("profq: {msg}");
     ExitCode::from(code)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+}
+
+fn source_failure(e: SourceError) -> ExitCode {
+    match e {
+        SourceError::Ingest(e @ IngestError::Input(_)) => fail(3, e),
+        SourceError::Ingest(e @ IngestError::Usage(_)) | SourceError::Ingest(e @ IngestError::Store(_)) => fail(4, e),
+        SourceError::NoRun(e) => fail(2, e),
+        SourceError::Query(e) => fail(4, e),
+    }
+}
+
+fn key_values(pairs: &[String], flag: &str) -> Result<BTreeMap<String, String>, String> {
+    pairs
+        .iter()
+        .map(|p| p.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("{flag} {p:?}: expected KEY=VALUE")))
+        .collect()
 }
 
 fn main() -> ExitCode {
@@ -96,11 +136,7 @@ fn main() -> ExitCode {
         }
         Command::Sql { query, store, format } => {
             let root = store.unwrap_or_else(profq::store::default_root);
-            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => return fail(1, e),
-            };
-            let result = rt.block_on(async {
+            let result = runtime().block_on(async {
                 let engine = Engine::open(&root).await?;
                 engine.sql(&query).await
             });
@@ -111,6 +147,51 @@ fn main() -> ExitCode {
                 }
                 Err(e) => fail(4, e),
             }
+        }
+        Command::Queries { name } => match name {
+            None => {
+                let width = queries::QUERIES.iter().map(|q| q.name.len()).max().unwrap_or(0);
+                for q in queries::QUERIES {
+                    println!("{:width$}  {}", q.name, q.description());
+                }
+                ExitCode::SUCCESS
+            }
+            Some(n) => match queries::find(&n) {
+                Some(q) => {
+                    print!("{}", q.text);
+                    ExitCode::SUCCESS
+                }
+                None => fail(2, format!("no query {n:?}; `profq queries` lists them")),
+            },
+        },
+        Command::Run { name, input, run, store, params, format } => {
+            let store = store.unwrap_or_else(profq::store::default_root);
+            let source = match source::from_args(input.as_deref(), run.as_deref(), &store) {
+                Ok(s) => s,
+                Err(e) => return fail(2, e),
+            };
+            let mut params = match key_values(&params, "--param") {
+                Ok(p) => p,
+                Err(e) => return fail(2, e),
+            };
+            if queries::find(&name).is_none() {
+                return fail(2, format!("no query {name:?}; `profq queries` lists them"));
+            }
+            runtime().block_on(async {
+                let opened = match source::open(&source).await {
+                    Ok(o) => o,
+                    Err(e) => return source_failure(e),
+                };
+                params.insert("run_id".into(), opened.run_id.clone());
+                match opened.engine.run_named(&name, &params).await {
+                    Ok(batches) => {
+                        print!("{}", render::render(&batches, format));
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) if e.0.contains("parameter") => fail(2, e),
+                    Err(e) => fail(4, e),
+                }
+            })
         }
         Command::Schema { table, markdown } => {
             if markdown {

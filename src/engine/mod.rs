@@ -4,7 +4,9 @@
 //! `run_id`). SQL is planned with DDL, DML and other statements disabled, so a query can
 //! neither create, change nor copy data, and no table function reading other files exists.
 
-use crate::tables::schema;
+pub mod queries;
+
+use crate::tables::{schema, RunTables};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
@@ -59,6 +61,34 @@ impl Engine {
             }
         }
         Ok(Engine { ctx })
+    }
+
+    /// An engine over one run held in memory (summaries of an INPUT without a store).
+    pub fn from_tables(tables: &RunTables, run_id: &str) -> Result<Engine, QueryError> {
+        use datafusion::arrow::array::{ArrayRef, StringArray};
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+        for t in schema::TABLES {
+            let full = table_schema(t);
+            let mut batches = Vec::new();
+            for b in tables.get(t.name).unwrap_or(&[]) {
+                let mut cols: Vec<ArrayRef> = b.columns().to_vec();
+                cols.push(Arc::new(StringArray::from(vec![run_id; b.num_rows()])));
+                batches.push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(e.to_string()))?);
+            }
+            let mem = MemTable::try_new(full, vec![batches]).map_err(|e| QueryError(e.to_string()))?;
+            ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
+        }
+        Ok(Engine { ctx })
+    }
+
+    /// Runs a named query with its parameters.
+    pub async fn run_named(&self, name: &str, params: &std::collections::BTreeMap<String, String>) -> Result<Vec<RecordBatch>, QueryError> {
+        let q = queries::find(name).ok_or_else(|| {
+            let names: Vec<&str> = queries::QUERIES.iter().map(|q| q.name).collect();
+            QueryError(format!("no query {name:?}; queries: {}", names.join(", ")))
+        })?;
+        let sql = q.bind(params).map_err(QueryError)?;
+        self.sql(&sql).await.map_err(|e| QueryError(format!("query {name}: {e}")))
     }
 
     /// Runs one read-only SQL statement.

@@ -16,6 +16,8 @@ pub struct Op {
     pub host: u32,
     pub device: u32,
     pub line: u32,
+    /// Index of the line in `Capture.lines` (the op's track).
+    pub line_index: u32,
     pub name: u32,
     pub hlo_op: u32,
     pub hlo_module: u32,
@@ -77,8 +79,19 @@ pub struct Region {
     pub devices: Vec<u32>,
 }
 
+/// An idle gap on a device-op line before an op (the marker), attributed to the op that
+/// does the real work after it (the payload).
+#[derive(Clone, Debug)]
+pub struct Gap {
+    pub marker: usize,
+    pub payload: usize,
+    pub gap_start_ns: i64,
+    pub gap_ns: i64,
+}
+
 pub struct Derived {
     pub ops: Vec<Op>,
+    pub gaps: Vec<Gap>,
     pub steps: Vec<Step>,
     pub collectives: Vec<Collective>,
     /// (pass, path) -> totals, ordered.
@@ -440,7 +453,67 @@ pub fn derive(capture: &mut Capture) -> Derived {
         }
     }
 
-    Derived { ops, steps, collectives, regions, chunk_base }
+    let gaps = find_gaps(capture, &ops);
+    Derived { ops, gaps, steps, collectives, regions, chunk_base }
+}
+
+/// Canonical op name: leading `%` and one trailing `.<digits>` removed (`fusion.12` → `fusion`).
+pub fn canonical_name(name: &str) -> &str {
+    let name = name.trim_start_matches('%');
+    match name.rfind('.') {
+        Some(k) if k > 0 && k + 1 < name.len() && name[k + 1..].bytes().all(|b| b.is_ascii_digit()) => &name[..k],
+        _ => name,
+    }
+}
+
+/// Ops that only set up data (the reference's marker set): a gap before them is attributed
+/// to the op they feed.
+pub fn is_setup_op(name: &str) -> bool {
+    let c = canonical_name(name).to_ascii_lowercase();
+    matches!(c.as_str(), "iota" | "constant" | "bitcast" | "get-tuple-element" | "parameter" | "tuple" | "after-all")
+        || c.starts_with("copy-start")
+        || c.starts_with("copy-done")
+}
+
+/// Lookahead for the payload of a setup marker (reference §3.8).
+pub const GAP_LOOKAHEAD: usize = 8;
+
+/// Pre-op gaps per device-op line (reference §3.8): ops ordered by (start, end); a gap is a
+/// start after the running maximum end; a setup marker is resolved to the first non-setup
+/// op within 8 that starts before the chain of ops after the marker goes idle again.
+fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
+    let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (k, op) in ops.iter().enumerate() {
+        by_line.entry(op.line_index).or_default().push(k);
+    }
+    let name = |k: usize| capture.str(ops[k].hlo_op).unwrap_or("");
+    let mut gaps = Vec::new();
+    for track in by_line.values_mut() {
+        track.sort_by_key(|&k| (ops[k].start_ns, ops[k].end_ns(), k));
+        let mut previous_end = i64::MIN;
+        for (pos, &k) in track.iter().enumerate() {
+            let op = &ops[k];
+            if pos > 0 && op.start_ns > previous_end {
+                let mut payload = k;
+                if is_setup_op(name(k)) {
+                    let mut chain_end = op.end_ns();
+                    for &cand in track.iter().skip(pos + 1).take(GAP_LOOKAHEAD) {
+                        if ops[cand].start_ns > chain_end {
+                            break;
+                        }
+                        chain_end = chain_end.max(ops[cand].end_ns());
+                        if !is_setup_op(name(cand)) {
+                            payload = cand;
+                            break;
+                        }
+                    }
+                }
+                gaps.push(Gap { marker: k, payload, gap_start_ns: previous_end, gap_ns: op.start_ns - previous_end });
+            }
+            previous_end = previous_end.max(op.end_ns());
+        }
+    }
+    gaps
 }
 
 /// Pool ids of arg keys the op builder reads.
@@ -559,6 +632,7 @@ fn make_op(
         host: plane.host,
         device,
         line: line.name,
+        line_index: chunk.line[i],
         name: chunk.name[i],
         hlo_op,
         hlo_module,
@@ -699,6 +773,14 @@ mod tests {
         assert_eq!(collective_kind_of_name("fusion.12"), None);
         assert_eq!(collective_kind_of_name("sendfile_fusion"), None);
         assert_eq!(collective_kind_of_opcode("all-gather-start"), Some("all-gather"));
+    }
+
+    #[test]
+    fn canonical_names() {
+        assert_eq!(canonical_name("%fusion.12"), "fusion");
+        assert_eq!(canonical_name("fusion.1.2"), "fusion.1");
+        assert_eq!(canonical_name("copy-start"), "copy-start");
+        assert!(is_setup_op("iota.296") && is_setup_op("copy-done.4") && !is_setup_op("dot.1"));
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
     tables.push(("regions", vec![regions_batch(&derived)?]));
     tables.push(("steps", vec![steps_batch(capture, &derived)?]));
     tables.push(("collectives", vec![collectives_batch(capture, &derived)?]));
+    tables.push(("gaps", vec![gaps_batch(capture, &derived)?]));
     Ok(RunTables { tables })
 }
 
@@ -110,6 +111,7 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
     let plane_of = |i: usize| &planes[lines[c.line[i] as usize].plane as usize];
     let host = dict.encode((0..n).map(|i| plane_of(i).host));
     let plane = dict.encode((0..n).map(|i| plane_of(i).name));
+    let device = dict.encode((0..n).map(|i| plane_of(i).device));
     let line = dict.encode(c.line.iter().map(|&l| lines[l as usize].name));
     let line_id = i64s(c.line.iter().map(|&l| lines[l as usize].line_id));
     let name = dict.encode(c.name.iter().copied());
@@ -140,6 +142,7 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
             i64s((0..n as i64).map(|i| base + i)),
             host,
             plane,
+            device,
             line,
             line_id,
             name,
@@ -271,6 +274,29 @@ fn collectives_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
             Arc::new(rows.iter().map(|(o, _)| Some(o.is_async)).collect::<BooleanArray>()),
             i64s(rows.iter().map(|(_, ov)| *ov)),
             i64s(rows.iter().map(|(o, ov)| o.dur_ns - ov)),
+        ],
+    )
+}
+
+fn gaps_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let g = &d.gaps;
+    let marker = |x: &derive::Gap| &d.ops[x.marker];
+    let payload = |x: &derive::Gap| &d.ops[x.payload];
+    batch(
+        "gaps",
+        vec![
+            dict.encode(g.iter().map(|x| marker(x).host)),
+            dict.encode(g.iter().map(|x| marker(x).device)),
+            dict.encode(g.iter().map(|x| marker(x).line)),
+            nullable_i64s(g.iter().map(|x| marker(x).step)),
+            i64s(g.iter().map(|x| x.gap_start_ns)),
+            i64s(g.iter().map(|x| x.gap_ns)),
+            i64s(g.iter().map(|x| marker(x).event_id)),
+            dict.encode(g.iter().map(|x| marker(x).hlo_op)),
+            i64s(g.iter().map(|x| payload(x).event_id)),
+            dict.encode(g.iter().map(|x| payload(x).hlo_op)),
+            dict.encode(g.iter().map(|x| payload(x).tf_op)),
         ],
     )
 }

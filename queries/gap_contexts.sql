@@ -1,0 +1,48 @@
+-- Gap region contexts: in which named scope do the ops that wait after idle gaps live?
+--
+-- Answers: which region (scope path, at most 4 levels) the gaps' payload ops belong to.
+-- The label is the payload's region path; an op without one takes the most common region
+-- path of ops with the same name (ties: smallest path), else `unknown`. Copies are labelled
+-- `copy(<path>)` (just `copy` without a path), never wrapped twice.
+--
+-- Parameters:
+--   run_id  TEXT           run to analyse
+--   top_k   INT   = 500    rows to return
+--
+-- Columns:
+--   op_name          payload op
+--   region_path      label as described above
+--   count            gaps
+--   total_gap_ns     summed gap time
+--   avg_gap_ns       total_gap_ns / count
+WITH o AS (
+  SELECT event_id, CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(region_path AS VARCHAR) AS region_path
+  FROM ops WHERE run_id = {{run_id}}
+),
+preferred_counts AS (SELECT hlo_op, region_path, count(*) AS n FROM o WHERE region_path IS NOT NULL GROUP BY hlo_op, region_path),
+preferred AS (SELECT hlo_op, region_path, row_number() OVER (PARTITION BY hlo_op ORDER BY n DESC, region_path) AS rk FROM preferred_counts),
+g AS (
+  SELECT CAST(g.payload_op AS VARCHAR) AS op_name, g.gap_ns,
+         coalesce(o.region_path, p.region_path) AS path
+  FROM gaps g
+  LEFT JOIN o ON o.event_id = g.payload_event_id
+  LEFT JOIN preferred p ON p.hlo_op = CAST(g.payload_op AS VARCHAR) AND p.rk = 1
+  WHERE g.run_id = {{run_id}}
+),
+labelled AS (
+  SELECT op_name, gap_ns,
+         CASE
+           WHEN starts_with(lower(regexp_replace(op_name, '^%', '')), 'copy') THEN
+             CASE WHEN path IS NULL OR path = '' OR path = 'copy' THEN 'copy'
+                  WHEN starts_with(path, 'copy(') THEN path
+                  ELSE 'copy(' || array_to_string(array_slice(string_to_array(path, '/'), 1, 4), '/') || ')' END
+           WHEN path IS NULL OR path = '' THEN 'unknown'
+           ELSE array_to_string(array_slice(string_to_array(path, '/'), 1, 4), '/')
+         END AS region_path
+  FROM g
+)
+SELECT op_name, region_path, count(*) AS count, sum(gap_ns) AS total_gap_ns, CAST(sum(gap_ns) AS DOUBLE) / count(*) AS avg_gap_ns
+FROM labelled
+GROUP BY op_name, region_path
+ORDER BY total_gap_ns DESC, op_name, region_path
+LIMIT {{top_k}}

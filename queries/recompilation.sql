@@ -1,0 +1,47 @@
+-- Recompilation inside the captured window: compile events per step.
+--
+-- Answers: did JAX/XLA compile (and so stall a step) while profiling? Compile events are
+-- events on any line whose name contains `compile` (backend_compile_and_load,
+-- PjRtCpuClient::Compile, XlaCompile, python `compile` frames, ...). Compile time is the
+-- union of their intervals inside the step, so nested and concurrent compile events on
+-- several threads are not counted twice. Events outside every host step form a row with a
+-- null step.
+--
+-- Parameters:
+--   run_id  TEXT   run to analyse
+--
+-- Columns:
+--   step               step number (null: outside any step)
+--   step_dur_ns        duration of that step (null outside steps)
+--   compile_events     compile events starting in the step
+--   compile_ns         union of their intervals (wall time spent compiling)
+--   compile_share      compile_ns / step_dur_ns
+--   example            the longest compile event's name (ties: name)
+WITH compiles AS (
+  SELECT host, start_ns, start_ns + dur_ns AS end_ns, dur_ns, CAST(name AS VARCHAR) AS name
+  FROM events
+  WHERE run_id = {{run_id}} AND dur_ns > 0 AND regexp_like(lower(CAST(name AS VARCHAR)), 'compile')
+),
+host_steps AS (SELECT host, step, start_ns, end_ns, dur_ns FROM steps WHERE run_id = {{run_id}} AND device IS NULL),
+placed AS (
+  SELECT c.name, c.start_ns, c.end_ns, c.dur_ns, s.step, s.dur_ns AS step_dur_ns
+  FROM compiles c LEFT JOIN host_steps s ON s.host = c.host AND c.start_ns >= s.start_ns AND c.start_ns < s.end_ns
+),
+ordered AS (
+  SELECT *, max(end_ns) OVER (PARTITION BY step ORDER BY start_ns, end_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end,
+         row_number() OVER (PARTITION BY step ORDER BY dur_ns DESC, name) AS rk
+  FROM placed
+),
+islands AS (
+  SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
+              OVER (PARTITION BY step ORDER BY start_ns, end_ns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS island
+  FROM ordered
+),
+island_len AS (SELECT step, island, max(end_ns) - min(start_ns) AS len FROM islands GROUP BY step, island),
+per_step AS (SELECT step, sum(len) AS compile_ns FROM island_len GROUP BY step)
+SELECT i.step, min(i.step_dur_ns) AS step_dur_ns, count(*) AS compile_events, min(p.compile_ns) AS compile_ns,
+       CASE WHEN min(i.step_dur_ns) > 0 THEN CAST(min(p.compile_ns) AS DOUBLE) / min(i.step_dur_ns) END AS compile_share,
+       min(CASE WHEN i.rk = 1 THEN i.name END) AS example
+FROM islands i JOIN per_step p ON p.step IS NOT DISTINCT FROM i.step
+GROUP BY i.step
+ORDER BY i.step NULLS LAST

@@ -1,0 +1,72 @@
+-- Semantic families over ALL ops of the run (not a truncated top-N).
+--
+-- Answers: how much time goes to attention, loss, optimizer, MoE, MLP, norms, collectives,
+-- fusions, copies, converts? The first matching rule wins, tested case-insensitively on
+-- "canonical name + space + scope path": attention_splash, attention_flash, loss_xent,
+-- optimizer_muon, optimizer_adam, optimizer_apply, moe, attention_dense, dense_mlp,
+-- norm_gating; then collective (any op with a collective kind, so `psum.7` counts), fusion
+-- (opcode `fusion` or a name with the word fusion, so `fusion.3` counts), copy, convert,
+-- else other.
+--
+-- Parameters:
+--   run_id  TEXT          run to analyse
+--   top_k   INT   = 50    rows to return
+--
+-- Columns:
+--   family                 family name
+--   count                  op executions
+--   total_ns               summed duration
+--   self_ns                summed exclusive time
+--   share_of_total         self_ns / self time of all ops
+--   avg_ns                 total_ns / count
+--   avg_self_ns            self_ns / count
+--   example_op             the family's op with the most self time (ties: name)
+--   dominant_shape         most common shape in the family (ties: smallest text)
+--   distinct_ops           distinct op names
+WITH o AS (
+  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, dur_ns, self_ns, CAST(shape AS VARCHAR) AS shape,
+         lower(regexp_replace(regexp_replace(CAST(hlo_op AS VARCHAR), '^%', ''), '\.[0-9]+$', '') || ' ' || coalesce(CAST(tf_op AS VARCHAR), '')) AS text,
+         lower(CAST(hlo_op AS VARCHAR)) AS lname,
+         CAST(opcode AS VARCHAR) AS opcode, collective_kind
+  FROM ops WHERE run_id = {{run_id}}
+),
+f AS (
+  SELECT hlo_op, dur_ns, self_ns, shape,
+    CASE
+      WHEN regexp_like(text, 'splash_mha|splash_attention') THEN 'attention_splash'
+      WHEN regexp_like(text, 'flash_attention|fused_attention|fa4_cute') THEN 'attention_flash'
+      WHEN regexp_like(text, 'linear_softmax_cross_entropy_loss|softmax_cross_entropy|xent') THEN 'loss_xent'
+      WHEN regexp_like(text, 'muon|newton_schulz|zeropower|orthogonalize') THEN 'optimizer_muon'
+      WHEN regexp_like(text, 'adamh|adam|update_first_moment|update_second_moment') THEN 'optimizer_adam'
+      WHEN regexp_like(text, 'optimizer_update|apply_updates|apply_qb_betas') THEN 'optimizer_apply'
+      WHEN regexp_like(text, '(^|[^a-z])(moe|ragged|experts?)([^a-z]|$)') THEN 'moe'
+      WHEN regexp_like(text, 'causalselfattention|apply_rotary_embedding|(^|/)attention(/|$)') THEN 'attention_dense'
+      WHEN regexp_like(text, 'densemlp|(^|/)mlp(/|$)') THEN 'dense_mlp'
+      WHEN regexp_like(text, 'rmsnorm|gatednorm|layernorm|layer_norm|jit\(silu\)|(^|/)ln[0-9_]*(/|$)') THEN 'norm_gating'
+      WHEN collective_kind IS NOT NULL THEN 'collective'
+      WHEN opcode = 'fusion' OR regexp_like(lname, '(^|[^a-z])fusion([^a-z]|$)') THEN 'fusion'
+      WHEN regexp_like(lname, '^%?copy([.-]|$)') THEN 'copy'
+      WHEN regexp_like(text, 'convert_element_type') OR opcode = 'convert' THEN 'convert'
+      ELSE 'other'
+    END AS family
+  FROM o
+),
+grand AS (SELECT sum(self_ns) AS g FROM f),
+examples AS (
+  SELECT family, hlo_op, row_number() OVER (PARTITION BY family ORDER BY sum(self_ns) DESC, hlo_op) AS rk
+  FROM f GROUP BY family, hlo_op
+),
+shapes AS (
+  SELECT family, shape, row_number() OVER (PARTITION BY family ORDER BY count(*) DESC, shape) AS rk
+  FROM f WHERE shape IS NOT NULL GROUP BY family, shape
+)
+SELECT f.family, count(*) AS count, sum(f.dur_ns) AS total_ns, sum(f.self_ns) AS self_ns,
+       CASE WHEN min(grand.g) > 0 THEN CAST(sum(f.self_ns) AS DOUBLE) / min(grand.g) ELSE 0.0 END AS share_of_total,
+       CAST(sum(f.dur_ns) AS DOUBLE) / count(*) AS avg_ns, CAST(sum(f.self_ns) AS DOUBLE) / count(*) AS avg_self_ns,
+       min(e.hlo_op) AS example_op, min(s.shape) AS dominant_shape, count(DISTINCT f.hlo_op) AS distinct_ops
+FROM f CROSS JOIN grand
+JOIN examples e ON e.family = f.family AND e.rk = 1
+LEFT JOIN shapes s ON s.family = f.family AND s.rk = 1
+GROUP BY f.family
+ORDER BY self_ns DESC, f.family
+LIMIT {{top_k}}

@@ -1,0 +1,48 @@
+-- Per-device step skew: which devices finish their share of each step last (stragglers)?
+--
+-- Answers: is one device (or host) consistently slower? For each step and device, the
+-- device's active time is from the step start to the end of its last op in the step
+-- (device `Steps` lines give it directly). Lag is how far a device finishes after the
+-- fastest device of the same step.
+--
+-- Parameters:
+--   run_id        TEXT          run to analyse
+--   warmup_steps  INT   = 5     steps with a smaller number are left out
+--
+-- Columns:
+--   host             host
+--   device           device
+--   steps            steady steps the device took part in
+--   avg_active_ns    mean active time per step
+--   max_active_ns    longest active time
+--   avg_lag_ns       mean lag behind the fastest device of the step
+--   max_lag_ns       largest lag
+--   times_slowest    steps in which this device finished last (ties all count)
+--   busy_ns          summed op self time of the device in those steps
+WITH host_steps AS (
+  SELECT host, step, start_ns FROM steps WHERE run_id = {{run_id}} AND device IS NULL AND step >= {{warmup_steps}}
+),
+from_ops AS (
+  SELECT CAST(o.host AS VARCHAR) AS host, CAST(o.device AS VARCHAR) AS device, o.step,
+         max(o.start_ns + o.dur_ns) - min(s.start_ns) AS active_ns, sum(o.self_ns) AS busy_ns
+  FROM ops o JOIN host_steps s ON s.host = o.host AND s.step = o.step
+  WHERE o.run_id = {{run_id}} AND CAST(o.line AS VARCHAR) NOT LIKE 'Async%'
+  GROUP BY o.host, o.device, o.step
+),
+from_lines AS (
+  SELECT CAST(host AS VARCHAR) AS host, CAST(device AS VARCHAR) AS device, step, dur_ns AS active_ns, busy_ns
+  FROM steps WHERE run_id = {{run_id}} AND device IS NOT NULL AND step >= {{warmup_steps}}
+),
+per AS (SELECT * FROM from_ops UNION ALL SELECT * FROM from_lines),
+lagged AS (
+  SELECT host, device, step, active_ns, busy_ns,
+         active_ns - min(active_ns) OVER (PARTITION BY step) AS lag_ns,
+         active_ns = max(active_ns) OVER (PARTITION BY step) AS slowest
+  FROM per
+)
+SELECT host, device, count(*) AS steps, avg(active_ns) AS avg_active_ns, max(active_ns) AS max_active_ns,
+       avg(lag_ns) AS avg_lag_ns, max(lag_ns) AS max_lag_ns,
+       sum(CASE WHEN slowest THEN 1 ELSE 0 END) AS times_slowest, sum(busy_ns) AS busy_ns
+FROM lagged
+GROUP BY host, device
+ORDER BY avg_lag_ns DESC, host, device

@@ -1,0 +1,53 @@
+-- Time breakdown on the global device timeline: a true interval union over all device-op lines.
+--
+-- Answers: of the wall time between the first and last compute op, how much had
+-- communication running, compute only, or nothing (stall)? Overlapping lines and devices
+-- are never double counted; when communication and compute overlap the time counts as
+-- communication. Async in-flight spans (`Async XLA Ops` lines) are left out.
+--
+-- Parameters:
+--   run_id  TEXT   run to analyse
+--
+-- Columns:
+--   category        compute | communication | host | stall | other (host and other are always 0)
+--   total_ns        time in the window credited to the category
+--   share_of_total  total_ns / window length (0 when there is no compute)
+WITH iv AS (
+  SELECT start_ns AS s, start_ns + dur_ns AS e, CAST(category AS VARCHAR) = 'communication' AS is_comm
+  FROM ops
+  WHERE run_id = {{run_id}} AND CAST(category AS VARCHAR) IN ('compute', 'communication')
+    AND CAST(line AS VARCHAR) NOT LIKE 'Async%' AND dur_ns > 0
+),
+win AS (SELECT min(s) AS ws, max(e) AS we FROM iv WHERE NOT is_comm),
+clipped AS (
+  SELECT greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.is_comm
+  FROM iv CROSS JOIN win WHERE iv.e > win.ws AND iv.s < win.we
+),
+points AS (
+  SELECT s AS t, CASE WHEN is_comm THEN 1 ELSE 0 END AS dc, CASE WHEN is_comm THEN 0 ELSE 1 END AS dp FROM clipped
+  UNION ALL
+  SELECT e AS t, CASE WHEN is_comm THEN -1 ELSE 0 END AS dc, CASE WHEN is_comm THEN 0 ELSE -1 END AS dp FROM clipped
+),
+net AS (SELECT t, sum(dc) AS dc, sum(dp) AS dp FROM points GROUP BY t),
+sweep AS (
+  SELECT t, lead(t) OVER (ORDER BY t) AS next_t,
+         sum(dc) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS comm_active,
+         sum(dp) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS compute_active
+  FROM net
+),
+credited AS (
+  SELECT coalesce(sum(CASE WHEN comm_active > 0 THEN next_t - t ELSE 0 END), 0) AS communication,
+         coalesce(sum(CASE WHEN comm_active = 0 AND compute_active > 0 THEN next_t - t ELSE 0 END), 0) AS compute
+  FROM sweep WHERE next_t IS NOT NULL
+),
+window_len AS (SELECT CASE WHEN we > ws THEN we - ws ELSE 0 END AS w FROM win),
+rows_ AS (
+  SELECT 1 AS ord, 'compute' AS category, CASE WHEN w > 0 THEN compute ELSE 0 END AS total_ns, w FROM credited CROSS JOIN window_len
+  UNION ALL SELECT 2, 'communication', CASE WHEN w > 0 THEN communication ELSE 0 END, w FROM credited CROSS JOIN window_len
+  UNION ALL SELECT 3, 'host', 0, w FROM window_len
+  UNION ALL SELECT 4, 'stall', CASE WHEN w > 0 THEN w - compute - communication ELSE 0 END, w FROM credited CROSS JOIN window_len
+  UNION ALL SELECT 5, 'other', 0, w FROM window_len
+)
+SELECT category, coalesce(total_ns, 0) AS total_ns,
+       CASE WHEN coalesce(w, 0) > 0 THEN CAST(total_ns AS DOUBLE) / w ELSE 0.0 END AS share_of_total
+FROM rows_ ORDER BY ord

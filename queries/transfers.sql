@@ -1,0 +1,43 @@
+-- Host <-> device transfers: copies between host and device memory, by direction.
+--
+-- Answers: how much time goes to moving data between host and device? Recognised by name
+-- (memcpy HtoD/DtoH/DtoD, device_put, transfer to/from device, host_to_device,
+-- device_to_host, TransferToDevice/Literal) and, for Kineto, the gpu_memcpy category.
+-- Only outermost matching events count, so a transfer and its nested phases are not
+-- counted twice.
+--
+-- Parameters:
+--   run_id  TEXT   run to analyse
+--
+-- Columns:
+--   direction      host_to_device | device_to_host | device_to_device | unknown
+--   on_device      true for events on device lines (the copy itself), false for host calls
+--   count          events
+--   total_ns       summed duration
+--   avg_ns         total_ns / count
+--   bytes          summed `bytes`/`size`/`bytes_transferred` args where present
+--   example        the longest event's name (ties: name)
+WITH t AS (
+  SELECT e.event_id, e.parent_id, CAST(e.name AS VARCHAR) AS name, lower(CAST(e.name AS VARCHAR)) AS lname,
+         e.dur_ns, e.device IS NOT NULL AS on_device,
+         coalesce(try_cast(e.args['bytes'] AS BIGINT), try_cast(e.args['size'] AS BIGINT), try_cast(e.args['bytes_transferred'] AS BIGINT)) AS bytes
+  FROM events e
+  WHERE e.run_id = {{run_id}}
+    AND (CAST(e.category AS VARCHAR) = 'gpu_memcpy'
+         OR regexp_like(lower(CAST(e.name AS VARCHAR)), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get'))
+),
+outer_ AS (SELECT t.* FROM t LEFT JOIN t p ON p.event_id = t.parent_id WHERE p.event_id IS NULL),
+dir AS (
+  SELECT *, CASE
+      WHEN regexp_like(lname, 'htod|h2d|host_?to_?device|device_put|transfer_?to_?device|bufferfromhost|from_host|transfertoinfeed') THEN 'host_to_device'
+      WHEN regexp_like(lname, 'dtoh|d2h|device_?to_?host|transfer_?from_?device|to_host|copytohost|device_get|transferliteral') THEN 'device_to_host'
+      WHEN regexp_like(lname, 'dtod|d2d|peer') THEN 'device_to_device'
+      ELSE 'unknown' END AS direction
+  FROM outer_
+),
+ranked AS (SELECT *, row_number() OVER (PARTITION BY direction, on_device ORDER BY dur_ns DESC, name) AS rk FROM dir)
+SELECT direction, on_device, count(*) AS count, sum(dur_ns) AS total_ns, CAST(sum(dur_ns) AS DOUBLE) / count(*) AS avg_ns,
+       sum(bytes) AS bytes, min(name) FILTER (WHERE rk = 1) AS example
+FROM ranked
+GROUP BY direction, on_device
+ORDER BY total_ns DESC, direction, on_device

@@ -1,0 +1,174 @@
+//! Named queries: the analyses in `queries/*.sql`, embedded in the binary, with their
+//! documented parameters bound safely.
+//!
+//! A query file starts with a header of `--` comment lines: the first line is its one-line
+//! description; a `Parameters:` block lists `name TYPE [= default] description` lines
+//! (TYPE is TEXT, INT or FLOAT); a `Columns:` block documents every output column.
+//! Placeholders `{{name}}` in the body are replaced by SQL literals: TEXT is quoted with
+//! quotes doubled, INT and FLOAT must parse as numbers, so no value can inject SQL.
+
+use std::collections::BTreeMap;
+
+pub struct NamedQuery {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+macro_rules! q {
+    ($name:literal) => {
+        NamedQuery { name: $name, text: include_str!(concat!("../../queries/", $name, ".sql")) }
+    };
+}
+
+/// Every named query, by name.
+pub const QUERIES: &[NamedQuery] = &[
+    q!("collectives_by_kind"),
+    q!("device_idle"),
+    q!("gap_contexts"),
+    q!("hot_ops"),
+    q!("pre_op_gaps"),
+    q!("recompilation"),
+    q!("regions"),
+    q!("semantic_families"),
+    q!("shape_churn"),
+    q!("step_durations"),
+    q!("step_skew"),
+    q!("step_times"),
+    q!("time_breakdown"),
+    q!("time_breakdown_global"),
+    q!("tiny_kernels"),
+    q!("transfers"),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    Text,
+    Int,
+    Float,
+}
+
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+    pub default: Option<String>,
+    pub doc: String,
+}
+
+pub fn find(name: &str) -> Option<&'static NamedQuery> {
+    QUERIES.iter().find(|q| q.name == name)
+}
+
+impl NamedQuery {
+    fn header(&self) -> impl Iterator<Item = &'static str> {
+        self.text.lines().take_while(|l| l.starts_with("--")).map(|l| l.trim_start_matches("--"))
+    }
+
+    /// The first header line.
+    pub fn description(&self) -> &'static str {
+        self.header().next().unwrap_or("").trim()
+    }
+
+    fn block(&self, title: &str) -> Vec<&'static str> {
+        let mut lines = self.header().skip_while(|l| l.trim() != title);
+        lines.next();
+        lines.take_while(|l| !l.trim().is_empty()).map(str::trim).collect()
+    }
+
+    pub fn params(&self) -> Vec<Param> {
+        self.block("Parameters:")
+            .into_iter()
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                let name = words.next()?.to_string();
+                let kind = match words.next()? {
+                    "TEXT" => ParamKind::Text,
+                    "INT" => ParamKind::Int,
+                    "FLOAT" => ParamKind::Float,
+                    _ => return None,
+                };
+                let rest: Vec<&str> = words.collect();
+                let (default, doc) = if rest.first() == Some(&"=") && rest.len() >= 2 {
+                    (Some(rest[1].to_string()), rest[2..].join(" "))
+                } else {
+                    (None, rest.join(" "))
+                };
+                Some(Param { name, kind, default, doc })
+            })
+            .collect()
+    }
+
+    /// Documented output column names.
+    pub fn columns(&self) -> Vec<&'static str> {
+        self.block("Columns:").into_iter().filter_map(|l| l.split_whitespace().next()).collect()
+    }
+
+    /// The SQL with every placeholder replaced. Missing parameters take their default;
+    /// a parameter without default, an unknown one or a malformed number is an error.
+    pub fn bind(&self, values: &BTreeMap<String, String>) -> Result<String, String> {
+        let params = self.params();
+        for k in values.keys() {
+            if !params.iter().any(|p| &p.name == k) {
+                let known: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+                return Err(format!("query {} has no parameter {k:?} (parameters: {})", self.name, known.join(", ")));
+            }
+        }
+        let mut sql = self.text.to_string();
+        for p in &params {
+            let raw = values.get(&p.name).or(p.default.as_ref()).ok_or_else(|| format!("query {} needs --param {}=...", self.name, p.name))?;
+            let literal = match p.kind {
+                ParamKind::Text => format!("'{}'", raw.replace('\'', "''")),
+                ParamKind::Int => raw.trim().parse::<i64>().map_err(|_| format!("parameter {} must be an integer, got {raw:?}", p.name))?.to_string(),
+                ParamKind::Float => {
+                    let v = raw.trim().parse::<f64>().map_err(|_| format!("parameter {} must be a number, got {raw:?}", p.name))?;
+                    if !v.is_finite() {
+                        return Err(format!("parameter {} must be finite", p.name));
+                    }
+                    format!("{v:?}")
+                }
+            };
+            sql = sql.replace(&format!("{{{{{}}}}}", p.name), &literal);
+        }
+        if let Some(start) = sql.find("{{") {
+            let end = sql[start..].find("}}").map_or(sql.len(), |e| start + e + 2);
+            return Err(format!("query {} uses undeclared parameter {}", self.name, &sql[start..end]));
+        }
+        Ok(sql)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_query_file_is_registered_and_documented() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
+        let mut files: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".sql").to_string()).collect();
+        files.sort();
+        let mut names: Vec<String> = QUERIES.iter().map(|q| q.name.to_string()).collect();
+        names.sort();
+        assert_eq!(files, names);
+        for q in QUERIES {
+            assert!(!q.description().is_empty(), "{}", q.name);
+            assert!(!q.columns().is_empty(), "{} documents no columns", q.name);
+            let params = q.params();
+            assert!(params.iter().any(|p| p.name == "run_id"), "{}", q.name);
+            let mut values = BTreeMap::new();
+            values.insert("run_id".to_string(), "it's".to_string());
+            let sql = q.bind(&values).unwrap_or_else(|e| panic!("{e}"));
+            assert!(sql.contains("'it''s'"), "{}", q.name);
+        }
+    }
+
+    #[test]
+    fn numbers_are_checked() {
+        let q = find("hot_ops").unwrap();
+        let mut v = BTreeMap::new();
+        v.insert("run_id".into(), "r".into());
+        v.insert("top_k".into(), "5; DROP TABLE x".into());
+        assert!(q.bind(&v).is_err());
+        v.insert("nope".into(), "1".into());
+        assert!(q.bind(&v).is_err());
+    }
+}

@@ -1,0 +1,81 @@
+//! Where an analysis reads a run from: a run in a store, or an INPUT decoded in memory.
+
+use crate::engine::{Engine, QueryError};
+use crate::ingest::{self, IngestError};
+use std::path::{Path, PathBuf};
+
+pub enum Source {
+    /// A run already in a store.
+    Run { store: PathBuf, run_id: String },
+    /// A profile decoded in memory, never written to a store.
+    Input(PathBuf),
+}
+
+/// A failure to open a source, with the exit code class it maps to.
+#[derive(Debug)]
+pub enum SourceError {
+    Ingest(IngestError),
+    Query(QueryError),
+    /// The run id is not in the store (exit 2).
+    NoRun(String),
+}
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceError::Ingest(e) => write!(f, "{e}"),
+            SourceError::Query(e) => write!(f, "{e}"),
+            SourceError::NoRun(e) => f.write_str(e),
+        }
+    }
+}
+
+/// An engine holding the source's run, and that run's id.
+pub struct Opened {
+    pub engine: Engine,
+    pub run_id: String,
+    /// Path of the profile the run came from.
+    pub source_path: String,
+}
+
+/// The run id an in-memory INPUT gets.
+pub const INPUT_RUN_ID: &str = "input";
+
+pub async fn open(source: &Source) -> Result<Opened, SourceError> {
+    match source {
+        Source::Run { store, run_id } => {
+            if !crate::store::Store::open(store).run_exists(run_id) {
+                let known = crate::store::Store::open(store).run_ids();
+                return Err(SourceError::NoRun(format!(
+                    "no run {run_id:?} in {} (runs: {})",
+                    store.display(),
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )));
+            }
+            let engine = Engine::open(store).await.map_err(SourceError::Query)?;
+            let sql = format!("SELECT source_path FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"));
+            let batches = engine.sql(&sql).await.map_err(SourceError::Query)?;
+            let source_path = batches
+                .first()
+                .filter(|b| b.num_rows() > 0)
+                .and_then(|b| b.column(0).as_any().downcast_ref::<datafusion::arrow::array::StringArray>().map(|a| a.value(0).to_string()))
+                .unwrap_or_default();
+            Ok(Opened { engine, run_id: run_id.clone(), source_path })
+        }
+        Source::Input(path) => {
+            let tables = ingest::load_tables(path, INPUT_RUN_ID, &[]).map_err(SourceError::Ingest)?;
+            let engine = Engine::from_tables(&tables, INPUT_RUN_ID).map_err(SourceError::Query)?;
+            Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string() })
+        }
+    }
+}
+
+/// The source named by an optional INPUT and an optional `--run` id.
+pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Path) -> Result<Source, String> {
+    match (input, run) {
+        (Some(_), Some(_)) => Err("give either an INPUT or --run, not both".into()),
+        (Some(p), None) => Ok(Source::Input(p.to_path_buf())),
+        (None, Some(id)) => Ok(Source::Run { store: store.to_path_buf(), run_id: id.to_string() }),
+        (None, None) => Err("give an INPUT (profile dir or file) or --run ID".into()),
+    }
+}
