@@ -6,6 +6,7 @@
 //!   whose contract lives in [`tables::schema`];
 //! * [`store`]: tables → hive-partitioned Parquet dataset, committed atomically;
 //! * [`engine`]: DataFusion over the store, read-only SQL;
+//! * [`summary`]: named queries → the `profile_summary.v1` document;
 //! * [`render`]: record batches → table / CSV / JSON text;
 //! * [`ingest`]: the orchestration of decode → tables → store for one input;
 //! * [`source`]: a run to analyse, from a store or decoded in memory.
@@ -19,4 +20,5 @@ pub mod model;
 pub mod render;
 pub mod source;
 pub mod store;
+pub mod summary;
 pub mod tables;

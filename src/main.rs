@@ -7,6 +7,7 @@
 use clap::{Parser, Subcommand};
 use profq::engine::{queries, Engine};
 use profq::source::{self, SourceError};
+use profq::summary::{self, BreakdownMode, SummaryOptions};
 use std::collections::BTreeMap;
 use profq::ingest::{self, IngestError, IngestOptions, Outcome};
 use profq::render::{self, Format};
@@ -67,6 +68,24 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
     },
+    /// Build the profile_summary.v1 JSON of a run or of a profile INPUT (decoded in memory).
+    Summarize {
+        input: Option<PathBuf>,
+        #[arg(long = "run")]
+        run: Option<String>,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Write the JSON here and print only the path.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Steps with a smaller step number are warm-up.
+        #[arg(long, default_value_t = 5)]
+        warmup_steps: i64,
+        #[arg(long, default_value_t = 25)]
+        hot_op_limit: usize,
+        #[arg(long, value_enum, default_value = "exclusive_per_track")]
+        breakdown_mode: BreakdownMode,
+    },
     /// Describe the tables (all, or one).
     Schema {
         table: Option<String>,
@@ -91,6 +110,30 @@ fn source_failure(e: SourceError) -> ExitCode {
         SourceError::Ingest(e @ IngestError::Usage(_)) | SourceError::Ingest(e @ IngestError::Store(_)) => fail(4, e),
         SourceError::NoRun(e) => fail(2, e),
         SourceError::Query(e) => fail(4, e),
+    }
+}
+
+/// Prints `text`, or writes it to `output` (creating parent dirs) and prints only the path.
+fn emit(text: &str, output: Option<&std::path::Path>) -> ExitCode {
+    match output {
+        None => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Some(path) => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if let Err(e) = std::fs::create_dir_all(parent) {
+                    return fail(4, format!("{}: {e}", parent.display()));
+                }
+            }
+            match std::fs::write(path, text) {
+                Ok(()) => {
+                    println!("{}", path.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(4, format!("{}: {e}", path.display())),
+            }
+        }
     }
 }
 
@@ -189,6 +232,24 @@ fn main() -> ExitCode {
                         ExitCode::SUCCESS
                     }
                     Err(e) if e.0.contains("parameter") => fail(2, e),
+                    Err(e) => fail(4, e),
+                }
+            })
+        }
+        Command::Summarize { input, run, store, output, warmup_steps, hot_op_limit, breakdown_mode } => {
+            let store = store.unwrap_or_else(profq::store::default_root);
+            let source = match source::from_args(input.as_deref(), run.as_deref(), &store) {
+                Ok(s) => s,
+                Err(e) => return fail(2, e),
+            };
+            let opts = SummaryOptions { warmup_steps, hot_op_limit, breakdown_mode };
+            runtime().block_on(async {
+                let opened = match source::open(&source).await {
+                    Ok(o) => o,
+                    Err(e) => return source_failure(e),
+                };
+                match summary::summarize(&opened.engine, &opened.run_id, &opened.source_path, &opts).await {
+                    Ok(doc) => emit(&summary::to_json_text(&doc), output.as_deref()),
                     Err(e) => fail(4, e),
                 }
             })

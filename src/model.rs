@@ -305,6 +305,8 @@ pub struct CaptureMeta {
     pub jax_version: Option<String>,
     pub jaxlib_version: Option<String>,
     pub device_kinds: Vec<String>,
+    /// Trace JSON `displayTimeUnit` (a viewer hint, never applied to times).
+    pub display_time_unit: Option<String>,
 }
 
 /// A decoded capture: what every decoder produces and every table is built from.

@@ -207,6 +207,9 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
         ));
     }
     capture.meta.num_events_total += total;
+    if capture.meta.display_time_unit.is_none() {
+        capture.meta.display_time_unit = display_time_unit.clone();
+    }
     capture.meta.num_complete_events += chunk.len() as i64;
     chunk.merge_strings_into(&mut capture.strings);
     chunk.sort_within_lines();

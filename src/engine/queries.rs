@@ -25,8 +25,10 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("collectives_by_kind"),
     q!("device_idle"),
     q!("gap_contexts"),
+    q!("hierarchical_regions"),
     q!("hot_ops"),
     q!("pre_op_gaps"),
+    q!("provenance_hints"),
     q!("recompilation"),
     q!("regions"),
     q!("semantic_families"),
@@ -37,6 +39,7 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("time_breakdown"),
     q!("time_breakdown_global"),
     q!("tiny_kernels"),
+    q!("trace_overview"),
     q!("transfers"),
 ];
 

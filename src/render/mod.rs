@@ -65,8 +65,8 @@ fn csv(batches: &[RecordBatch]) -> String {
     out
 }
 
-/// JSON array of objects; numbers and booleans stay typed, everything else is text.
-fn json(batches: &[RecordBatch]) -> String {
+/// Rows as JSON objects; numbers and booleans stay typed, everything else is text.
+pub fn rows(batches: &[RecordBatch]) -> Vec<serde_json::Map<String, serde_json::Value>> {
     use arrow::datatypes::DataType::*;
     let mut out = Vec::new();
     let opts = FormatOptions::default();
@@ -90,10 +90,16 @@ fn json(batches: &[RecordBatch]) -> String {
                 };
                 obj.insert(f.name().clone(), v);
             }
-            out.push(serde_json::Value::Object(obj));
+            out.push(obj);
         }
     }
-    let mut s = serde_json::to_string_pretty(&serde_json::Value::Array(out)).unwrap_or_default();
+    out
+}
+
+/// JSON array of row objects (see [`rows`]).
+fn json(batches: &[RecordBatch]) -> String {
+    let array = serde_json::Value::Array(rows(batches).into_iter().map(serde_json::Value::Object).collect());
+    let mut s = serde_json::to_string_pretty(&array).unwrap_or_default();
     s.push('\n');
     s
 }

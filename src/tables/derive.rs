@@ -208,7 +208,24 @@ fn split_scope(path: &str) -> Vec<&str> {
     out
 }
 
-const TRANSFORMS: &[&str] = &["jvp", "transpose", "vmap", "remat", "checkpoint", "pmap", "xmap", "custom_jvp_call", "custom_vjp_call", "named", "jit", "pjit"];
+const TRANSFORMS: &[&str] = &["jvp", "transpose", "vmap", "remat", "checkpoint", "pmap", "xmap", "custom_jvp_call", "custom_vjp_call", "named", "named_call", "jit", "pjit"];
+
+/// Scope components that are runtime plumbing, not user scopes (the reference's blacklist).
+fn is_plumbing(component: &str) -> bool {
+    let mut norm = String::with_capacity(component.len());
+    for ch in component.to_ascii_lowercase().chars() {
+        if ch.is_ascii_alphanumeric() || ch == '_' {
+            norm.push(ch);
+        } else if !norm.ends_with('_') {
+            norm.push('_');
+        }
+    }
+    let norm = norm.trim_matches('_');
+    norm.is_empty()
+        || matches!(norm, "xla" | "xla_ops" | "xla_modules" | "xla_traceme" | "xla_trace_me" | "pallas_call" | "shard_map" | "call" | "closed_call" | "execute" | "launch" | "tpu_launch" | "command_buffer")
+        || ["pjrt", "xla_", "tpu_", "stream_executor"].iter().any(|p| norm.starts_with(p))
+        || ["launch", "execute", "thunk", "runtime"].iter().any(|p| norm.contains(p))
+}
 
 /// Unwraps `transpose(jvp(forward))` into ("forward", ["transpose", "jvp"]).
 fn unwrap_transforms(mut comp: &str) -> (&str, Vec<&str>) {
@@ -229,13 +246,12 @@ fn unwrap_transforms(mut comp: &str) -> (&str, Vec<&str>) {
 }
 
 /// (region path, pass) of a framework scope path such as
-/// `jit(train_step)/transpose(jvp(forward))/layer_0/attention/qkv/dot_general`.
+/// `jit(train_step)/transpose(jvp(forward))/layer_0/attention/qkv/dot_general`
+/// → (`train_step/forward/layer_0/attention/qkv`, backward): the trailing primitive is
+/// dropped, transforms unwrapped, runtime plumbing (shard_map, pallas_call, ...) removed.
 pub fn scope_of(tf_op: &str) -> (Option<String>, &'static str) {
     let tf_op = tf_op.trim().trim_end_matches(':');
     let mut comps = split_scope(tf_op);
-    while comps.first().is_some_and(|c| c.starts_with("jit(") || c.starts_with("pjit(")) {
-        comps.remove(0);
-    }
     // The last component is the primitive (dot_general, add, ...).
     if !comps.is_empty() {
         comps.pop();
@@ -243,6 +259,12 @@ pub fn scope_of(tf_op: &str) -> (Option<String>, &'static str) {
     let mut names = Vec::new();
     let (mut transposed, mut jvp, mut remat, mut optimizer, mut fwd_name, mut bwd_name) = (false, false, false, false, false, false);
     for comp in comps {
+        let comp = comp.trim().trim_matches(':');
+        // `dynamic_donated[1][0][0].model.params...` names a donated argument: keep the path.
+        let comp = match comp.strip_prefix("dynamic_donated") {
+            Some(rest) => rest.split_once('.').map_or("", |(_, tail)| tail),
+            None => comp,
+        };
         let (inner, applied) = unwrap_transforms(comp);
         transposed |= applied.contains(&"transpose");
         jvp |= applied.contains(&"jvp");
@@ -252,7 +274,7 @@ pub fn scope_of(tf_op: &str) -> (Option<String>, &'static str) {
         optimizer |= lower.contains("optimizer") || ["adam", "adamw", "sgd", "optax", "apply_updates", "opt_update"].contains(&lower.as_str());
         fwd_name |= lower == "forward" || lower == "fwd";
         bwd_name |= lower == "backward" || lower == "bwd";
-        if !inner.is_empty() {
+        if !is_plumbing(inner) && !TRANSFORMS.contains(&inner) {
             names.push(inner);
         }
     }
@@ -753,14 +775,18 @@ mod tests {
 
     #[test]
     fn scope_paths_and_passes() {
-        assert_eq!(scope_of("jit(train_step)/jvp(forward)/layer_0/attention/qkv/dot_general"), (Some("forward/layer_0/attention/qkv".into()), "forward"));
+        assert_eq!(scope_of("jit(train_step)/jvp(forward)/layer_0/attention/qkv/dot_general"), (Some("train_step/forward/layer_0/attention/qkv".into()), "forward"));
         assert_eq!(
             scope_of("jit(train_step)/backward/transpose(jvp(forward))/layer_0/attention/context/dot_general"),
-            (Some("backward/forward/layer_0/attention/context".into()), "backward")
+            (Some("train_step/backward/forward/layer_0/attention/context".into()), "backward")
         );
         assert_eq!(scope_of("jit(train_step)/optimizer/mul").1, "optimizer");
-        assert_eq!(scope_of("jit(f)/jit(main)/add:"), (None, "other"));
+        assert_eq!(scope_of("jit(f)/jit(main)/add:"), (Some("f/main".into()), "other"));
+        assert_eq!(scope_of("add"), (None, "other"));
         assert_eq!(scope_of("jit(f)/remat(block)/mlp/dot_general").1, "remat");
+        assert_eq!(scope_of("jit(_train_step)/shard_map/apply_rotary_embedding/pallas_call").0, Some("_train_step/apply_rotary_embedding".into()));
+        assert_eq!(scope_of("jit(train_step)/shard_map/halo_exchange/ppermute").0, Some("train_step/halo_exchange".into()));
+        assert_eq!(scope_of("jit(f)/dynamic_donated[1][0][0].model.params.w_k:/copy").0, Some("f/model.params.w_k".into()));
     }
 
     #[test]

@@ -97,6 +97,7 @@ fn runs_batch(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<Re
             Arc::new(StringArray::from(vec![m.jaxlib_version.clone()])),
             text_list(&[m.device_kinds.clone()]),
             i64s([devices.len() as i64].into_iter()),
+            Arc::new(StringArray::from(vec![m.display_time_unit.clone()])),
             i64s([info.ingested_at_ns].into_iter()),
             Arc::new(StringArray::from(vec![env!("CARGO_PKG_VERSION")])),
         ],

@@ -1,0 +1,167 @@
+//! Optimization candidates (reference §4.13), derived from a finished summary, plus
+//! profq's own triggers for recompilation, transfers, launch-bound steps, idle devices and
+//! stragglers (appended after the reference's, with their own candidate ids).
+
+use serde_json::{json, Value};
+
+fn num(v: &Value, path: &[&str]) -> f64 {
+    let mut cur = v;
+    for p in path {
+        cur = &cur[*p];
+    }
+    cur.as_f64().unwrap_or(0.0)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn candidate(id: &str, title: &str, rationale: String, evidence: Vec<String>, suggestions: &[&str]) -> Value {
+    json!({"candidate_id": id, "title": title, "rationale": rationale, "evidence": evidence, "suggestions": suggestions})
+}
+
+pub fn optimization_candidates(s: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    let total = num(s, &["time_breakdown", "total_duration"]);
+    let d = if total > 0.0 { total } else { 1.0 };
+    let comm = num(s, &["time_breakdown", "communication", "share_of_total"]);
+    let stall = num(s, &["time_breakdown", "stall", "share_of_total"]);
+    if comm >= 0.15 {
+        let top = s["communication_ops"].get(0).and_then(|c| c["collective"].as_str()).unwrap_or("collectives").to_string();
+        out.push(candidate(
+            "communication-heavy",
+            "Communication appears dominant",
+            format!("Communication accounts for {} of exclusive profiled duration.", pct(comm)),
+            vec![format!("Communication share: {}", pct(comm)), format!("Top collective: {top}")],
+            &[
+                "Revisit sharding and layout to reduce the bytes each step communicates.",
+                "Overlap collectives with compute (async collectives, latency-hiding scheduling).",
+                "Inspect the all-reduce/all-gather call sites behind the top collective.",
+            ],
+        ));
+    }
+    if stall >= 0.20 {
+        out.push(candidate(
+            "stall-heavy",
+            "Stalls and waits are significant",
+            format!("Stall time accounts for {} of exclusive profiled duration.", pct(stall)),
+            vec![format!("Stall share: {}", pct(stall))],
+            &["Look for waits and barriers on the critical path.", "Check the host input pipeline and blocking host calls."],
+        ));
+    }
+    if let Some(op) = s["hot_ops"].get(0) {
+        let excl = op["exclusive_duration"].as_f64().unwrap_or(0.0);
+        if excl / d >= 0.08 {
+            let name = op["name"].as_str().unwrap_or("");
+            out.push(candidate(
+                "single-hot-op",
+                "A single op dominates",
+                format!("{name} accounts for {} of exclusive profiled duration.", pct(excl / d)),
+                vec![format!("Top op: {name}"), format!("Exclusive duration: {excl:.3}"), format!("Share: {}", pct(excl / d))],
+                &["Tune the kernel: tiling, fusion, layout.", "Try algorithm variants for this op.", "Microbenchmark the op in isolation."],
+            ));
+        }
+    }
+    if let Some(g) = s["gap_before_ops"].get(0) {
+        let (tot, max) = (g["total_gap_duration"].as_f64().unwrap_or(0.0), g["max_gap_duration"].as_f64().unwrap_or(0.0));
+        if tot > 0.0 && (tot / d >= 0.05 || max >= 1000.0) {
+            out.push(candidate(
+                "pre-op-gap",
+                "Idle gaps before an op",
+                format!("The device idles {tot:.3} µs in total before {}.", g["payload_op"].as_str().unwrap_or("")),
+                vec![
+                    format!("Payload op with largest pre-gap: {}", g["payload_op"].as_str().unwrap_or("")),
+                    format!("Observed first op after gap (marker): {}", g["marker_op"].as_str().unwrap_or("")),
+                    format!("Total gap: {tot:.3}"),
+                    format!("Max gap: {max:.3}"),
+                    format!("Occurrences: {}", g["count"]),
+                ],
+                &["Find the upstream dependency the op waits for.", "Check host dispatch between the ops.", "Use region totals to find where the gap sits."],
+            ));
+        }
+    }
+    let steady = &s["step_time"]["steady_state_steps"];
+    let (count, median, p90) = (num(steady, &["count"]), num(steady, &["median"]), num(steady, &["p90"]));
+    if count >= 4.0 && median > 0.0 && p90 / median >= 1.4 {
+        out.push(candidate(
+            "step-jitter",
+            "Step time jitter",
+            format!("Steady-state p90 is {:.2}x the median.", p90 / median),
+            vec![format!("Median: {median:.3}"), format!("P90: {p90:.3}"), format!("Ratio: {:.2}", p90 / median)],
+            &["Correlate slow steps with host activity.", "Look for periodic checkpoint, eval or input stalls.", "Disable callbacks to test."],
+        ));
+    }
+    if out.is_empty() {
+        let share = |k: &str| pct(num(s, &["time_breakdown", k, "share_of_total"]));
+        out.push(candidate(
+            "no-dominant-bottleneck",
+            "No single dominant bottleneck",
+            "No trigger fired: time is spread across categories and ops.".into(),
+            vec![
+                format!("Compute share: {}", share("compute")),
+                format!("Communication share: {}", share("communication")),
+                format!("Host share: {}", share("host")),
+                format!("Stall share: {}", share("stall")),
+            ],
+            &["Start with the top 3 hot ops.", "Use a before/after comparison to measure each change."],
+        ));
+    }
+
+    // profq triggers.
+    let compiles = s["profq_recompilation"]["steps_with_compilation"].as_array().cloned().unwrap_or_default();
+    if !compiles.is_empty() {
+        let steps: Vec<String> = compiles.iter().map(|c| c["step"].to_string()).collect();
+        let worst = compiles.iter().map(|c| c["compile_duration"].as_f64().unwrap_or(0.0)).fold(0.0, f64::max);
+        out.push(candidate(
+            "recompilation",
+            "XLA compiles inside training steps",
+            format!("{} step(s) compiled during the capture; the longest compile took {worst:.3} µs.", compiles.len()),
+            vec![format!("Steps with compilation: {}", steps.join(", ")), format!("Modules with several programs: {}", s["profq_recompilation"]["modules_with_several_programs"].as_array().map_or(0, |v| v.len()))],
+            &["Pad or bucket input shapes so a jitted function sees few distinct shapes.", "Mark shape-determining arguments static only when they rarely change.", "Warm up every shape before timing."],
+        ));
+    }
+    let transfer_us: f64 = s["profq_transfers"].as_array().map_or(0.0, |v| v.iter().map(|t| t["total_duration"].as_f64().unwrap_or(0.0)).sum());
+    let steady_total = num(steady, &["mean"]) * count;
+    if steady_total > 0.0 && transfer_us / steady_total >= 0.05 {
+        out.push(candidate(
+            "host-device-transfers",
+            "Host-device transfers take noticeable time",
+            format!("Transfers add up to {} of steady step time.", pct(transfer_us / steady_total)),
+            vec![format!("Transfer time: {transfer_us:.3}")],
+            &["Keep data on device between steps.", "Prefetch inputs asynchronously (double-buffer device_put).", "Avoid device_get / np.asarray in the step loop."],
+        ));
+    }
+    let tiny = &s["profq_tiny_kernels"];
+    if num(tiny, &["launch_bound_steps"]) > 0.0 {
+        out.push(candidate(
+            "launch-bound",
+            "Many tiny ops, device mostly idle",
+            format!("{} of {} steady steps are launch-bound.", tiny["launch_bound_steps"], tiny["steady_steps"]),
+            vec![format!("Ops per step: {:.1}", num(tiny, &["avg_ops_per_step"])), format!("Tiny op share: {}", pct(num(tiny, &["avg_tiny_share"])))],
+            &["Fuse the step into one jit (eager ops dispatch one by one).", "Batch small ops; avoid Python loops over arrays."],
+        ));
+    }
+    let idle = num(s, &["profq_device_idle", "avg_idle_share"]);
+    if idle >= 0.3 {
+        out.push(candidate(
+            "device-idle",
+            "Devices idle for much of the step",
+            format!("On average {} of each steady step runs no device op.", pct(idle)),
+            vec![format!("Average idle share: {}", pct(idle))],
+            &["Profile the host side of the step (input pipeline, Python, logging).", "Overlap host work with device execution."],
+        ));
+    }
+    if let Some(worst) = s["profq_per_device"].get(0) {
+        let lag = worst["avg_lag_duration"].as_f64().unwrap_or(0.0);
+        if median > 0.0 && lag / median >= 0.05 && s["profq_per_device"].as_array().is_some_and(|v| v.len() > 1) {
+            out.push(candidate(
+                "straggler",
+                "A device finishes its steps late",
+                format!("{} finishes on average {lag:.3} µs after the fastest device.", worst["device"].as_str().unwrap_or("")),
+                vec![format!("Straggler: {}", worst["device"].as_str().unwrap_or("")), format!("Times slowest: {}", worst["times_slowest"])],
+                &["Check load balance of the sharding.", "Look for host-side interference on that device's host."],
+            ));
+        }
+    }
+    out
+}

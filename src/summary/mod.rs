@@ -1,0 +1,372 @@
+//! Summary: one run → a `profile_summary.v1` JSON, computed by the named queries.
+//!
+//! Keys, units (µs) and defaults are those of the reference tool
+//! (`../shared/reference/profile_summary_v1.md` §4); where profq computes a key
+//! differently on purpose, `docs/profile_summary_v1.md` says how and why. profq-only
+//! content lives under new top-level keys (listed in [`PROFQ_KEYS`]).
+
+pub mod candidates;
+pub mod steps;
+
+use crate::engine::{Engine, QueryError};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: &str = "profile_summary.v1";
+
+/// Top-level keys profq adds to the reference schema.
+pub const PROFQ_KEYS: &[&str] = &["profq_collectives", "profq_device_idle", "profq_per_device", "profq_recompilation", "profq_regions_by_pass", "profq_tiny_kernels", "profq_transfers", "profq_version"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BreakdownMode {
+    #[value(name = "exclusive_per_track")]
+    ExclusivePerTrack,
+    #[value(name = "exclusive_global")]
+    ExclusiveGlobal,
+}
+
+#[derive(Clone, Debug)]
+pub struct SummaryOptions {
+    pub warmup_steps: i64,
+    pub hot_op_limit: usize,
+    pub breakdown_mode: BreakdownMode,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions { warmup_steps: 5, hot_op_limit: 25, breakdown_mode: BreakdownMode::ExclusivePerTrack }
+    }
+}
+
+/// Runs named queries for one run and returns rows as JSON objects.
+pub struct Analyst<'a> {
+    pub engine: &'a Engine,
+    pub run_id: &'a str,
+}
+
+pub type Row = Map<String, Value>;
+
+impl Analyst<'_> {
+    pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
+        let mut p: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        p.insert("run_id".into(), self.run_id.to_string());
+        let batches = self.engine.run_named(query, &p).await?;
+        Ok(crate::render::rows(&batches))
+    }
+}
+
+fn f(row: &Row, key: &str) -> f64 {
+    row.get(key).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn us(row: &Row, key: &str) -> Value {
+    match row.get(key).and_then(Value::as_f64) {
+        Some(ns) => json!(ns / 1000.0),
+        None => Value::Null,
+    }
+}
+
+fn text(row: &Row, key: &str) -> Value {
+    row.get(key).cloned().unwrap_or(Value::Null)
+}
+
+/// `f32[8,128]` / `(f32[8], s32[])` → the reference's shape signature `8,128` / `8|`.
+pub fn shape_signature(shape: &str) -> Option<String> {
+    let mut dims = Vec::new();
+    let mut rest = shape;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..].find(']')? + open;
+        dims.push(rest[open + 1..close].replace(' ', ""));
+        rest = &rest[close + 1..];
+    }
+    (!dims.is_empty()).then(|| dims.join("|"))
+}
+
+/// Coarse work proxy of the reference: the largest product of dims over the shapes.
+pub fn flop_proxy(signature: &str) -> Option<f64> {
+    let best = signature
+        .split('|')
+        .map(|dims| {
+            if dims.is_empty() {
+                return 1.0;
+            }
+            dims.split(',').map(|d| d.trim().parse::<f64>().unwrap_or(0.0)).map(|d| if d <= 0.0 { 0.0 } else { d }).product::<f64>()
+        })
+        .fold(0.0, f64::max);
+    (best > 0.0 && best.is_finite()).then_some(best)
+}
+
+fn iso_utc(epoch_ns: i64) -> String {
+    let secs = epoch_ns.div_euclid(1_000_000_000);
+    let micros = epoch_ns.rem_euclid(1_000_000_000) / 1000;
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", sod / 3600, sod % 3600 / 60, sod % 60)
+}
+
+/// Builds the profile_summary.v1 document of one run.
+pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions) -> Result<Value, QueryError> {
+    let a = Analyst { engine, run_id };
+    let n = opts.hot_op_limit;
+    let warmup = ("warmup_steps", opts.warmup_steps.to_string());
+    let long_limit = ("top_k", n.max(500).to_string());
+
+    let runs = engine.sql(&format!("SELECT * FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"))).await?;
+    let run = crate::render::rows(&runs).into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;
+    let overview = a.rows("trace_overview", &[]).await?.into_iter().next().unwrap_or_default();
+    let source_format = if run.get("source_format").and_then(Value::as_str) == Some("xplane") { "xplane_pb" } else { "perfetto_trace_json" };
+    let mut all_warnings = unnest(engine, run_id, "quality_warnings").await?;
+    let device_kinds = unnest(engine, run_id, "device_kinds").await?;
+    let truncated = run.get("suspected_truncation").and_then(Value::as_bool).unwrap_or(false);
+
+    // Steps.
+    let per_step = a.rows("step_durations", &[warmup.clone()]).await?;
+    let all_steps: Vec<(i64, f64)> = per_step.iter().map(|r| (f(r, "step") as i64, f(r, "dur_ns") / 1000.0)).collect();
+    let steady: Vec<(i64, f64)> = all_steps.iter().copied().filter(|s| s.0 >= opts.warmup_steps).collect();
+    let durations = |v: &[(i64, f64)]| v.iter().map(|s| s.1).collect::<Vec<_>>();
+    let step_time = json!({
+        "warmup_steps_ignored": opts.warmup_steps,
+        "all_steps": steps::duration_stats(&durations(&all_steps)),
+        "steady_state_steps": steps::duration_stats(&durations(&steady)),
+        "classes": steps::step_classes(&steady),
+    });
+
+    // Breakdown.
+    let (query, basis) = match opts.breakdown_mode {
+        BreakdownMode::ExclusivePerTrack => ("time_breakdown", "exclusive_duration_per_track"),
+        BreakdownMode::ExclusiveGlobal => ("time_breakdown_global", "exclusive_duration_global_timeline"),
+    };
+    let breakdown_rows = a.rows(query, &[]).await?;
+    let mut time_breakdown = Map::new();
+    for r in &breakdown_rows {
+        let cat = r.get("category").and_then(Value::as_str).unwrap_or("other").to_string();
+        time_breakdown.insert(cat, json!({"total_duration": f(r, "total_ns") / 1000.0, "share_of_total": f(r, "share_of_total")}));
+    }
+    // Per track: the sum over categories; global: the window, which the categories tile.
+    let breakdown_total = breakdown_rows.iter().map(|r| f(r, "total_ns")).sum::<f64>() / 1000.0;
+    time_breakdown.insert("duration_basis".into(), json!(basis));
+    time_breakdown.insert("total_duration".into(), json!(breakdown_total));
+
+    // Ops.
+    let hot = a.rows("hot_ops", &[("top_k", n.to_string())]).await?;
+    let hot_ops: Vec<Value> = hot
+        .iter()
+        .map(|r| {
+            let sig = r.get("shape").and_then(Value::as_str).and_then(shape_signature);
+            let proxy = sig.as_deref().and_then(flop_proxy);
+            json!({
+                "name": text(r, "hlo_op"), "canonical_name": text(r, "canonical_name"), "category": text(r, "category"),
+                "count": text(r, "count"), "total_duration": us(r, "total_ns"), "exclusive_duration": us(r, "self_ns"),
+                "avg_duration": us(r, "avg_ns"), "shape_signature": sig, "source_file": text(r, "source"),
+                "tf_op_path": text(r, "scope_path"), "flop_proxy_per_invocation": proxy,
+            })
+        })
+        .collect();
+    let families = a.rows("semantic_families", &[("top_k", n.max(50).to_string())]).await?;
+    let semantic_families: Vec<Value> = families
+        .iter()
+        .map(|r| {
+            json!({
+                "family": text(r, "family"), "count": text(r, "count"), "total_duration": us(r, "total_ns"),
+                "exclusive_duration": us(r, "self_ns"), "share_of_total": f(r, "share_of_total"), "avg_duration": us(r, "avg_ns"),
+                "avg_exclusive_duration": us(r, "avg_self_ns"), "example_op": text(r, "example_op"),
+                "dominant_shape_signature": r.get("dominant_shape").and_then(Value::as_str).and_then(shape_signature),
+                "flop_proxy_total": null, "time_per_flop_proxy": null,
+            })
+        })
+        .collect();
+    let collectives = a.rows("collectives_by_kind", &[]).await?;
+    let communication_ops: Vec<Value> = collectives
+        .iter()
+        .map(|r| json!({"collective": text(r, "kind"), "count": text(r, "count"), "total_duration": us(r, "total_ns"), "avg_duration": us(r, "avg_ns")}))
+        .collect();
+    let profq_collectives: Vec<Value> = collectives
+        .iter()
+        .map(|r| {
+            json!({"collective": text(r, "kind"), "count": text(r, "count"), "total_duration": us(r, "total_ns"),
+                   "exposed_duration": us(r, "exposed_ns"), "overlapped_duration": us(r, "overlapped_ns"),
+                   "exposed_share": f(r, "exposed_share"), "bytes": text(r, "bytes"), "gbytes_per_s": text(r, "gbytes_per_s"),
+                   "top_op": text(r, "top_op")})
+        })
+        .collect();
+
+    // Gaps and regions.
+    let gaps = a.rows("pre_op_gaps", &[long_limit.clone()]).await?;
+    let gap_before_ops: Vec<Value> = gaps
+        .iter()
+        .map(|r| {
+            json!({"name": text(r, "payload_op"), "payload_op": text(r, "payload_op"), "marker_op": text(r, "marker_op"),
+                   "count": text(r, "count"), "total_gap_duration": us(r, "total_gap_ns"), "max_gap_duration": us(r, "max_gap_ns"),
+                   "avg_gap_duration": us(r, "avg_gap_ns")})
+        })
+        .collect();
+    let arrow_path = |r: &Row, k: &str| json!(r.get(k).and_then(Value::as_str).unwrap_or("").replace('/', "=>"));
+    let contexts = a.rows("gap_contexts", &[long_limit.clone()]).await?;
+    let gap_region_contexts: Vec<Value> = contexts
+        .iter()
+        .map(|r| {
+            json!({"op_name": text(r, "op_name"), "region_path": arrow_path(r, "region_path"), "count": text(r, "count"),
+                   "total_gap_duration": us(r, "total_gap_ns"), "avg_gap_duration": us(r, "avg_gap_ns")})
+        })
+        .collect();
+    let regions = a.rows("hierarchical_regions", &[long_limit.clone()]).await?;
+    let hierarchical_regions: Vec<Value> = regions
+        .iter()
+        .map(|r| {
+            json!({"path": arrow_path(r, "path"), "depth": text(r, "depth"), "count": text(r, "op_count"),
+                   "inclusive_duration": us(r, "inclusive_ns"), "exclusive_duration": us(r, "exclusive_ns")})
+        })
+        .collect();
+    let by_pass = a.rows("regions", &[long_limit.clone()]).await?;
+    let profq_regions_by_pass: Vec<Value> = by_pass
+        .iter()
+        .map(|r| {
+            json!({"pass": text(r, "pass"), "path": arrow_path(r, "path"), "depth": text(r, "depth"), "count": text(r, "op_count"),
+                   "inclusive_duration": us(r, "inclusive_ns"), "exclusive_duration": us(r, "exclusive_ns"),
+                   "inclusive_share": f(r, "inclusive_share")})
+        })
+        .collect();
+
+    // profq analyses.
+    let skew = a.rows("step_skew", &[warmup.clone()]).await?;
+    let profq_per_device: Vec<Value> = skew
+        .iter()
+        .map(|r| {
+            json!({"host": text(r, "host"), "device": text(r, "device"), "steps": text(r, "steps"),
+                   "avg_active_duration": us(r, "avg_active_ns"), "avg_lag_duration": us(r, "avg_lag_ns"),
+                   "max_lag_duration": us(r, "max_lag_ns"), "times_slowest": text(r, "times_slowest")})
+        })
+        .collect();
+    let recompiles = a.rows("recompilation", &[]).await?;
+    let churn = a.rows("shape_churn", &[]).await?;
+    let profq_recompilation = json!({
+        "steps_with_compilation": recompiles.iter().filter(|r| !r.get("step").is_some_and(Value::is_null)).map(|r| json!({
+            "step": text(r, "step"), "compile_duration": us(r, "compile_ns"), "compile_share_of_step": text(r, "compile_share"),
+            "compile_events": text(r, "compile_events"), "example": text(r, "example")})).collect::<Vec<_>>(),
+        "compile_outside_steps": recompiles.iter().find(|r| r.get("step").is_some_and(Value::is_null)).map(|r| us(r, "compile_ns")),
+        "modules_with_several_programs": churn.iter().map(|r| json!({"hlo_module": text(r, "hlo_module"), "programs": text(r, "programs"),
+            "first_steps": text(r, "first_steps")})).collect::<Vec<_>>(),
+    });
+    let transfers = a.rows("transfers", &[]).await?;
+    let profq_transfers: Vec<Value> = transfers
+        .iter()
+        .map(|r| json!({"direction": text(r, "direction"), "on_device": text(r, "on_device"), "count": text(r, "count"),
+                        "total_duration": us(r, "total_ns"), "bytes": text(r, "bytes"), "example": text(r, "example")}))
+        .collect();
+    let tiny = a.rows("tiny_kernels", &[warmup.clone()]).await?;
+    let launch_bound = tiny.iter().filter(|r| r.get("launch_bound").and_then(Value::as_bool) == Some(true)).count();
+    let profq_tiny_kernels = json!({
+        "tiny_threshold_us": 10,
+        "steady_steps": tiny.len(),
+        "launch_bound_steps": launch_bound,
+        "avg_ops_per_step": mean(tiny.iter().map(|r| f(r, "op_count"))),
+        "avg_tiny_share": mean(tiny.iter().map(|r| f(r, "tiny_share"))),
+        "avg_busy_share": mean(tiny.iter().map(|r| f(r, "busy_share"))),
+    });
+    let idle = a.rows("device_idle", &[warmup.clone()]).await?;
+    let profq_device_idle = json!({
+        "steady_steps": idle.len(),
+        "avg_idle_share": mean(idle.iter().map(|r| f(r, "idle_share"))),
+        "max_idle_share": idle.iter().map(|r| f(r, "idle_share")).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
+        "total_idle_duration": idle.iter().map(|r| f(r, "idle_ns")).sum::<f64>() / 1000.0,
+    });
+
+    let hints = a.rows("provenance_hints", &[]).await?;
+    let hint_values = |kind: &str| hints.iter().filter(|r| r.get("kind").and_then(Value::as_str) == Some(kind)).map(|r| text(r, "value")).collect::<Vec<_>>();
+
+    if truncated && !all_warnings.iter().any(|w| w.contains("cap")) {
+        all_warnings.push(format!("Trace contains exactly {} complete events; this often indicates export truncation at a collector cap.", text(&overview, "num_complete_events")));
+    }
+    let start_epoch = run.get("start_epoch_ns").and_then(Value::as_i64).or_else(|| run.get("ingested_at_ns").and_then(Value::as_i64)).unwrap_or(0);
+    let mut doc = json!({
+        "schema_version": SCHEMA_VERSION,
+        "generated_at_utc": iso_utc(start_epoch),
+        "source_format": source_format,
+        "source_path": source_path,
+        "run_metadata": {
+            "run_path": null, "run_id": run_id, "artifact_ref": null, "artifact_name": null,
+            "hardware_type": device_kinds.first().cloned().unwrap_or_else(|| "CPU".into()),
+            "mesh_or_topology": null, "git_sha": null, "config_hash": null,
+            "num_devices": text(&overview, "num_devices"), "num_hosts": text(&overview, "num_hosts"),
+        },
+        "trace_overview": {
+            "display_time_unit": if source_format == "xplane_pb" { json!("us") } else { text(&run, "display_time_unit") },
+            "num_events_total": text(&overview, "num_events_total"),
+            "num_complete_events": text(&overview, "num_complete_events"),
+            "num_processes": text(&overview, "num_processes"),
+            "num_threads": text(&overview, "num_threads"),
+            "profile_start_ts": us(&overview, "profile_start_ns"),
+            "profile_end_ts": us(&overview, "profile_end_ns"),
+            "duration_basis": "exclusive_duration_per_track",
+            "suspected_truncation": truncated,
+            "quality_warnings": all_warnings,
+        },
+        "trace_provenance": {
+            "trace_sha256": text(&run, "trace_sha256"),
+            "run_ids": hint_values("run_ids"),
+            "source_file_hints": hint_values("source_file_hints"),
+        },
+        "step_time": step_time,
+        "time_breakdown": Value::Object(time_breakdown),
+        "hot_ops": hot_ops,
+        "semantic_families": semantic_families,
+        "communication_ops": communication_ops,
+        "gap_before_ops": gap_before_ops,
+        "hierarchical_regions": hierarchical_regions,
+        "gap_region_contexts": gap_region_contexts,
+        "profq_version": env!("CARGO_PKG_VERSION"),
+        "profq_collectives": profq_collectives,
+        "profq_regions_by_pass": profq_regions_by_pass,
+        "profq_per_device": profq_per_device,
+        "profq_recompilation": profq_recompilation,
+        "profq_transfers": profq_transfers,
+        "profq_tiny_kernels": profq_tiny_kernels,
+        "profq_device_idle": profq_device_idle,
+    });
+    let cands = candidates::optimization_candidates(&doc);
+    doc.as_object_mut().unwrap().insert("optimization_candidates".into(), Value::Array(cands));
+    Ok(doc)
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = values.collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The values of a list column of the run's `runs` row, in order.
+async fn unnest(engine: &Engine, run_id: &str, column: &str) -> Result<Vec<String>, QueryError> {
+    let sql = format!("SELECT unnest({column}) AS v FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"));
+    let rows = crate::render::rows(&engine.sql(&sql).await?);
+    Ok(rows.iter().filter_map(|r| r.get("v").and_then(Value::as_str).map(str::to_string)).collect())
+}
+
+/// Serialises a summary: sorted keys, indent 2, trailing newline (the reference's convention).
+pub fn to_json_text(doc: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(doc).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_and_time() {
+        assert_eq!(shape_signature("f32[8,128]").as_deref(), Some("8,128"));
+        assert_eq!(shape_signature("(f32[8], s32[])").as_deref(), Some("8|"));
+        assert_eq!(flop_proxy("8,128|4"), Some(1024.0));
+        assert_eq!(flop_proxy("0,512|0,128256"), None);
+        assert_eq!(iso_utc(1_786_190_400_123_456_000), "2026-08-08T12:00:00.123456Z");
+    }
+}
