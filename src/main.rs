@@ -86,6 +86,39 @@ enum Command {
         #[arg(long, value_enum, default_value = "exclusive_per_track")]
         breakdown_mode: BreakdownMode,
     },
+    /// Answer a question about a run ("what are the top ops?", "is comm dominating?", ...).
+    Query {
+        question: String,
+        input: Option<PathBuf>,
+        #[arg(long = "run")]
+        run: Option<String>,
+        /// A profile_summary.v1 JSON to answer from.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        #[arg(long, value_enum, default_value = "json")]
+        format: AnswerFormat,
+        /// Also print the SQL of the named queries behind the answer.
+        #[arg(long)]
+        show_sql: bool,
+    },
+    /// Markdown root-cause report of a run, a profile INPUT or a summary JSON.
+    Report {
+        input: Option<PathBuf>,
+        #[arg(long = "run")]
+        run: Option<String>,
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        #[arg(long)]
+        output: Option<PathBuf>,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+    },
     /// Describe the tables (all, or one).
     Schema {
         table: Option<String>,
@@ -93,6 +126,32 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum AnswerFormat {
+    Json,
+    Table,
+}
+
+/// A summary from `--summary FILE`, or computed from a run or INPUT. Err is the exit code.
+async fn summary_of(input: Option<&std::path::Path>, run: Option<&str>, summary_file: Option<&std::path::Path>, store: Option<PathBuf>, opts: &SummaryOptions) -> Result<(serde_json::Value, Option<String>), ExitCode> {
+    if let Some(file) = summary_file {
+        if input.is_some() || run.is_some() {
+            return Err(fail(2, "give one of INPUT, --run or --summary"));
+        }
+        let text = std::fs::read_to_string(file).map_err(|e| fail(3, format!("{}: {e}", file.display())))?;
+        let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| fail(3, format!("{}: not JSON: {e}", file.display())))?;
+        if doc["schema_version"] != summary::SCHEMA_VERSION {
+            return Err(fail(3, format!("{}: not a {} summary (schema_version {})", file.display(), summary::SCHEMA_VERSION, doc["schema_version"])));
+        }
+        return Ok((doc, None));
+    }
+    let store = store.unwrap_or_else(profq::store::default_root);
+    let source = source::from_args(input, run, &store).map_err(|e| fail(2, e))?;
+    let opened = source::open(&source).await.map_err(source_failure)?;
+    let doc = summary::summarize(&opened.engine, &opened.run_id, &opened.source_path, opts).await.map_err(|e| fail(4, e))?;
+    Ok((doc, Some(opened.run_id)))
 }
 
 fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
@@ -254,6 +313,44 @@ fn main() -> ExitCode {
                 }
             })
         }
+        Command::Query { question, input, run, summary: summary_file, store, top_k, format, show_sql } => {
+            let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
+            runtime().block_on(async {
+                let (doc, run_id) = match summary_of(input.as_deref(), run.as_deref(), summary_file.as_deref(), store, &opts).await {
+                    Ok(d) => d,
+                    Err(code) => return code,
+                };
+                let mut answer = summary::query::answer(&doc, &question, top_k);
+                if show_sql {
+                    let intent = summary::query::route(&question);
+                    let mut params = BTreeMap::new();
+                    params.insert("run_id".to_string(), run_id.unwrap_or_else(|| "<run_id>".into()));
+                    let sql: Vec<serde_json::Value> = intent
+                        .map(|i| i.queries)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|q| queries::find(q).and_then(|nq| nq.bind(&params).ok()).map(|text| serde_json::json!({"query": q, "sql": text})))
+                        .collect();
+                    answer["sql"] = serde_json::Value::Array(sql);
+                }
+                match format {
+                    AnswerFormat::Json => print!("{}", summary::to_json_text(&answer)),
+                    AnswerFormat::Table => print!("{}", render::answer_table(&answer)),
+                }
+                if answer["query_type"] == "unrecognized" {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                }
+            })
+        }
+        Command::Report { input, run, summary: summary_file, store, output, top_k } => runtime().block_on(async {
+            let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
+            match summary_of(input.as_deref(), run.as_deref(), summary_file.as_deref(), store, &opts).await {
+                Ok((doc, _)) => emit(&render::report::markdown(&doc, top_k), output.as_deref()),
+                Err(code) => code,
+            }
+        }),
         Command::Schema { table, markdown } => {
             if markdown {
                 print!("{}", schema::markdown());

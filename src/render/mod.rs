@@ -1,4 +1,7 @@
-//! Render: record batches as a text table, CSV or JSON: the one place output formats live.
+//! Render: record batches as a text table, CSV or JSON, and summaries as markdown reports:
+//! the one place output formats live.
+
+pub mod report;
 
 use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
@@ -102,4 +105,66 @@ fn json(batches: &[RecordBatch]) -> String {
     let mut s = serde_json::to_string_pretty(&array).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// A query answer for people: scalar fields as `key: value` lines, lists of objects as
+/// tables (columns in sorted key order), nested objects indented.
+pub fn answer_table(answer: &serde_json::Value) -> String {
+    use serde_json::Value;
+    fn cell(v: &Value) -> String {
+        match v {
+            Value::Null => String::new(),
+            Value::String(s) => s.clone(),
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if n.is_f64() => format!("{f:.3}"),
+                _ => n.to_string(),
+            },
+            other => other.to_string(),
+        }
+    }
+    fn section(out: &mut String, key: &str, v: &Value, indent: usize) {
+        let pad = " ".repeat(indent);
+        match v {
+            Value::Array(items) if items.iter().all(Value::is_object) && !items.is_empty() => {
+                out.push_str(&format!("{pad}{key}:\n"));
+                let mut cols: Vec<String> = items.iter().flat_map(|i| i.as_object().unwrap().keys().cloned()).collect();
+                cols.sort();
+                cols.dedup();
+                let cells: Vec<Vec<String>> = items.iter().map(|i| cols.iter().map(|c| cell(&i[c.as_str()])).collect()).collect();
+                let widths: Vec<usize> = cols.iter().enumerate().map(|(k, c)| cells.iter().map(|r| r[k].chars().count()).max().unwrap_or(0).max(c.len())).collect();
+                let line = |vals: Vec<&str>| vals.iter().zip(&widths).map(|(v, w)| format!("{v:w$}")).collect::<Vec<_>>().join("  ");
+                out.push_str(&format!("{pad}  {}\n", line(cols.iter().map(String::as_str).collect())));
+                for r in &cells {
+                    out.push_str(&format!("{pad}  {}\n", line(r.iter().map(String::as_str).collect())));
+                }
+            }
+            Value::Array(items) if items.is_empty() => out.push_str(&format!("{pad}{key}: (none)\n")),
+            Value::Array(items) => out.push_str(&format!("{pad}{key}: {}\n", items.iter().map(cell).collect::<Vec<_>>().join(", "))),
+            Value::Object(map) => {
+                out.push_str(&format!("{pad}{key}:\n"));
+                for (k, v) in map {
+                    section(out, k, v, indent + 2);
+                }
+            }
+            other => out.push_str(&format!("{pad}{key}: {}\n", cell(other))),
+        }
+    }
+    let mut out = String::new();
+    if let Some(map) = answer.as_object() {
+        // query_type and question first, then the rest in key order.
+        for key in ["query_type", "question"] {
+            if let Some(v) = map.get(key) {
+                section(&mut out, key, v, 0);
+            }
+        }
+        for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "query_type" && k.as_str() != "question" && k.as_str() != "sql") {
+            section(&mut out, k, v, 0);
+        }
+        if let Some(Value::Array(sql)) = map.get("sql") {
+            for q in sql {
+                out.push_str(&format!("\n-- query: {}\n{}", cell(&q["query"]), cell(&q["sql"])));
+            }
+        }
+    }
+    out
 }

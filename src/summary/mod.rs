@@ -6,6 +6,7 @@
 //! content lives under new top-level keys (listed in [`PROFQ_KEYS`]).
 
 pub mod candidates;
+pub mod query;
 pub mod steps;
 
 use crate::engine::{Engine, QueryError};

@@ -1,0 +1,272 @@
+//! The markdown root-cause report of a `profile_summary.v1` document (reference §7, plus
+//! profq's sections). Deterministic: the same summary gives the same bytes.
+
+use serde_json::Value;
+use std::fmt::Write;
+
+fn dur(v: &Value) -> String {
+    v.as_f64().map_or("n/a".into(), |x| format!("{x:.3}"))
+}
+
+fn pct(v: &Value) -> String {
+    v.as_f64().map_or("n/a".into(), |x| format!("{:.2}%", x * 100.0))
+}
+
+fn sci(v: &Value) -> String {
+    v.as_f64().map_or("n/a".into(), |x| format!("{x:.3e}"))
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::Null => "n/a".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn name(v: &Value) -> String {
+    match v.as_str() {
+        Some(s) if !s.is_empty() => format!("`{}`", s.replace('`', "\\`").replace('|', "\\|")),
+        _ => "n/a".into(),
+    }
+}
+
+fn known(v: &Value) -> String {
+    match v {
+        Value::Null => "unknown".into(),
+        other => plain(other),
+    }
+}
+
+fn rows(v: &Value, k: usize) -> Vec<&Value> {
+    v.as_array().map(|a| a.iter().take(k).collect()).unwrap_or_default()
+}
+
+fn table(out: &mut String, header: &[&str], body: Vec<Vec<String>>) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+    for r in body {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out.push('\n');
+}
+
+pub fn markdown(s: &Value, top_k: usize) -> String {
+    let k = top_k;
+    let mut o = String::new();
+    let _ = writeln!(o, "# Profile Report ({})\n", plain(&s["schema_version"]));
+
+    let m = &s["run_metadata"];
+    let _ = writeln!(o, "## Run Metadata\n");
+    for (label, key) in [("Run", "run_id"), ("Artifact", "artifact_ref"), ("Hardware", "hardware_type"), ("Topology", "mesh_or_topology"), ("Git SHA", "git_sha")] {
+        let _ = writeln!(o, "- {label}: {}", known(&m[key]));
+    }
+    let _ = writeln!(o, "- Generated At (UTC): {}\n", known(&s["generated_at_utc"]));
+
+    let p = &s["trace_provenance"];
+    let _ = writeln!(o, "## Trace Provenance\n");
+    let _ = writeln!(o, "- Trace SHA256: {}", known(&p["trace_sha256"]));
+    let ids: Vec<String> = rows(&p["run_ids"], 8).into_iter().map(plain).collect();
+    let _ = writeln!(o, "- Observed run_ids: {}\n", if ids.is_empty() { "none".into() } else { ids.join(", ") });
+
+    let t = &s["trace_overview"];
+    let _ = writeln!(o, "## Trace Overview\n");
+    let _ = writeln!(o, "- Complete events: {}", plain(&t["num_complete_events"]));
+    let _ = writeln!(o, "- Total events: {}", plain(&t["num_events_total"]));
+    let _ = writeln!(o, "- Processes: {}", plain(&t["num_processes"]));
+    let _ = writeln!(o, "- Threads: {}", plain(&t["num_threads"]));
+    let _ = writeln!(o, "- Suspected truncation: {}", if t["suspected_truncation"].as_bool() == Some(true) { "yes" } else { "no" });
+    let warnings = rows(&t["quality_warnings"], usize::MAX);
+    if warnings.is_empty() {
+        let _ = writeln!(o, "- Quality warnings: none");
+    } else {
+        let _ = writeln!(o, "- Quality warnings:");
+        for w in warnings {
+            let _ = writeln!(o, "  - {}", plain(w));
+        }
+    }
+    o.push('\n');
+
+    let st = &s["step_time"]["steady_state_steps"];
+    let _ = writeln!(o, "## Step Time (Steady State)\n");
+    let _ = writeln!(o, "- Steps counted: {}", plain(&st["count"]));
+    let _ = writeln!(o, "- Median: {}", dur(&st["median"]));
+    let _ = writeln!(o, "- P90: {}", dur(&st["p90"]));
+    let _ = writeln!(o, "- Mean: {}\n", dur(&st["mean"]));
+
+    let classes = rows(&s["step_time"]["classes"], k);
+    if !classes.is_empty() {
+        let _ = writeln!(o, "## Step Classes\n");
+        table(
+            &mut o,
+            &["Class", "Count", "Fraction", "Median", "P90", "Representative Step", "Periodicity"],
+            classes
+                .iter()
+                .map(|c| vec![plain(&c["name"]), plain(&c["count"]), pct(&c["fraction_of_steady"]), dur(&c["duration_stats"]["median"]), dur(&c["duration_stats"]["p90"]), plain(&c["representative_step"]), plain(&c["periodicity"])])
+                .collect(),
+        );
+    }
+
+    let b = &s["time_breakdown"];
+    let _ = writeln!(o, "## Time Breakdown (`{}`)\n", plain(&b["duration_basis"]));
+    table(
+        &mut o,
+        &["Category", "Duration", "Share"],
+        [("Compute", "compute"), ("Communication", "communication"), ("Host", "host"), ("Stall", "stall"), ("Other", "other")]
+            .iter()
+            .map(|(label, key)| vec![label.to_string(), dur(&b[*key]["total_duration"]), pct(&b[*key]["share_of_total"])])
+            .collect(),
+    );
+
+    let regions = s["hierarchical_regions"].as_array().cloned().unwrap_or_default();
+    let root_total = |path: &str| -> f64 {
+        let root = path.split("=>").next().unwrap_or(path);
+        regions.iter().find(|r| r["path"] == root).and_then(|r| r["inclusive_duration"].as_f64()).unwrap_or(0.0)
+    };
+    let _ = writeln!(o, "## Hierarchical Regions\n");
+    table(
+        &mut o,
+        &["Region Path", "Depth", "Count", "Inclusive", "Inclusive %", "Exclusive", "Exclusive %"],
+        regions
+            .iter()
+            .take(k)
+            .map(|r| {
+                let total = root_total(r["path"].as_str().unwrap_or(""));
+                let share = |key: &str| if total > 0.0 { serde_json::json!(r[key].as_f64().unwrap_or(0.0) / total) } else { Value::Null };
+                vec![name(&r["path"]), plain(&r["depth"]), plain(&r["count"]), dur(&r["inclusive_duration"]), pct(&share("inclusive_duration")), dur(&r["exclusive_duration"]), pct(&share("exclusive_duration"))]
+            })
+            .collect(),
+    );
+
+    let _ = writeln!(o, "## Top Ops\n");
+    table(
+        &mut o,
+        &["Op", "Canonical", "Category", "Count", "Exclusive", "Avg", "Shape Signature", "HLO/TF Path"],
+        rows(&s["hot_ops"], k)
+            .iter()
+            .map(|h| vec![name(&h["name"]), name(&h["canonical_name"]), plain(&h["category"]), plain(&h["count"]), dur(&h["exclusive_duration"]), dur(&h["avg_duration"]), name(&h["shape_signature"]), name(&h["tf_op_path"])])
+            .collect(),
+    );
+
+    let _ = writeln!(o, "## Semantic Families\n");
+    let _ = writeln!(o, "_FLOP-proxy metrics are relative heuristics, not MFU. Families cover every op, not only the top ops._\n");
+    table(
+        &mut o,
+        &["Family", "Count", "Exclusive", "Share", "Avg Exclusive", "FLOP Proxy Total", "Time/FLOP Proxy", "Example Op"],
+        rows(&s["semantic_families"], k)
+            .iter()
+            .map(|f| vec![plain(&f["family"]), plain(&f["count"]), dur(&f["exclusive_duration"]), pct(&f["share_of_total"]), dur(&f["avg_exclusive_duration"]), sci(&f["flop_proxy_total"]), sci(&f["time_per_flop_proxy"]), name(&f["example_op"])])
+            .collect(),
+    );
+
+    let _ = writeln!(o, "## Communication Collectives\n");
+    table(
+        &mut o,
+        &["Collective", "Count", "Total", "Avg", "Exposed", "Exposed %", "GB/s"],
+        rows(&s["profq_collectives"], k)
+            .iter()
+            .map(|c| vec![plain(&c["collective"]), plain(&c["count"]), dur(&c["total_duration"]), dur(&c["total_duration"].as_f64().zip(c["count"].as_f64()).map(|(t, n)| serde_json::json!(t / n)).unwrap_or(Value::Null)), dur(&c["exposed_duration"]), pct(&c["exposed_share"]), dur(&c["gbytes_per_s"])])
+            .collect(),
+    );
+
+    let _ = writeln!(o, "## Pre-Op Gaps\n");
+    table(
+        &mut o,
+        &["Payload Op", "Marker Op", "Count", "Total Gap", "Max Gap", "Avg Gap"],
+        rows(&s["gap_before_ops"], k)
+            .iter()
+            .map(|g| vec![name(&g["payload_op"]), name(&g["marker_op"]), plain(&g["count"]), dur(&g["total_gap_duration"]), dur(&g["max_gap_duration"]), dur(&g["avg_gap_duration"])])
+            .collect(),
+    );
+
+    // Gap contexts re-aggregated by region.
+    let mut by_region: std::collections::BTreeMap<String, (i64, f64, std::collections::BTreeMap<String, i64>)> = Default::default();
+    for c in s["gap_region_contexts"].as_array().into_iter().flatten() {
+        let e = by_region.entry(plain(&c["region_path"])).or_default();
+        let n = c["count"].as_i64().unwrap_or(0);
+        e.0 += n;
+        e.1 += c["total_gap_duration"].as_f64().unwrap_or(0.0);
+        *e.2.entry(plain(&c["op_name"])).or_default() += n;
+    }
+    let mut regions_by_gap: Vec<_> = by_region.into_iter().collect();
+    regions_by_gap.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1).then(a.0.cmp(&b.0)));
+    let _ = writeln!(o, "## Gap Context (Region-First)\n");
+    table(
+        &mut o,
+        &["Region Path", "Count", "Total Gap", "Avg Gap", "Top Payload Ops"],
+        regions_by_gap
+            .iter()
+            .take(k)
+            .map(|(path, (n, total, ops))| {
+                let mut top: Vec<(&String, &i64)> = ops.iter().collect();
+                top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                let names: Vec<String> = top.iter().take(3).map(|(o, _)| o.to_string()).collect();
+                vec![name(&Value::String(path.clone())), n.to_string(), format!("{total:.3}"), format!("{:.3}", if *n > 0 { total / *n as f64 } else { 0.0 }), names.join(", ")]
+            })
+            .collect(),
+    );
+
+    // profq sections.
+    let _ = writeln!(o, "## Regions by Pass\n");
+    table(
+        &mut o,
+        &["Pass", "Region Path", "Depth", "Count", "Inclusive", "Share of Root"],
+        rows(&s["profq_regions_by_pass"], k)
+            .iter()
+            .map(|r| vec![plain(&r["pass"]), name(&r["path"]), plain(&r["depth"]), plain(&r["count"]), dur(&r["inclusive_duration"]), pct(&r["inclusive_share"])])
+            .collect(),
+    );
+    let rc = &s["profq_recompilation"];
+    let _ = writeln!(o, "## Recompilation\n");
+    let compiles = rows(&rc["steps_with_compilation"], k);
+    if compiles.is_empty() {
+        let _ = writeln!(o, "No compilation inside steps.\n");
+    } else {
+        table(
+            &mut o,
+            &["Step", "Compile Time", "Share of Step", "Events", "Example"],
+            compiles.iter().map(|c| vec![plain(&c["step"]), dur(&c["compile_duration"]), pct(&c["compile_share_of_step"]), plain(&c["compile_events"]), name(&c["example"])]).collect(),
+        );
+    }
+    for m in rows(&rc["modules_with_several_programs"], k) {
+        let _ = writeln!(o, "- {} ran as {} programs (first steps: {})", name(&m["hlo_module"]), plain(&m["programs"]), plain(&m["first_steps"]));
+    }
+    let _ = writeln!(o, "\n## Host-Device Transfers\n");
+    table(
+        &mut o,
+        &["Direction", "On Device", "Count", "Total", "Example"],
+        rows(&s["profq_transfers"], k).iter().map(|t| vec![plain(&t["direction"]), plain(&t["on_device"]), plain(&t["count"]), dur(&t["total_duration"]), name(&t["example"])]).collect(),
+    );
+    let tk = &s["profq_tiny_kernels"];
+    let idle = &s["profq_device_idle"];
+    let _ = writeln!(o, "## Launch-Bound Steps and Idle Devices\n");
+    let _ = writeln!(o, "- Launch-bound steady steps: {} of {}", plain(&tk["launch_bound_steps"]), plain(&tk["steady_steps"]));
+    let _ = writeln!(o, "- Ops per step: {}; tiny (< {} µs) share: {}", dur(&tk["avg_ops_per_step"]), plain(&tk["tiny_threshold_us"]), pct(&tk["avg_tiny_share"]));
+    let _ = writeln!(o, "- Average device idle share of a steady step: {} (max {})\n", pct(&idle["avg_idle_share"]), pct(&idle["max_idle_share"]));
+    let _ = writeln!(o, "## Per-Device Step Skew\n");
+    table(
+        &mut o,
+        &["Host", "Device", "Steps", "Avg Active", "Avg Lag", "Max Lag", "Times Slowest"],
+        rows(&s["profq_per_device"], k)
+            .iter()
+            .map(|d| vec![plain(&d["host"]), plain(&d["device"]), plain(&d["steps"]), dur(&d["avg_active_duration"]), dur(&d["avg_lag_duration"]), dur(&d["max_lag_duration"]), plain(&d["times_slowest"])])
+            .collect(),
+    );
+
+    let _ = writeln!(o, "## Optimization Candidates\n");
+    for c in rows(&s["optimization_candidates"], usize::MAX) {
+        let _ = writeln!(o, "### {}\n", plain(&c["title"]));
+        let _ = writeln!(o, "{}\n", plain(&c["rationale"]));
+        let _ = writeln!(o, "Evidence:");
+        for e in rows(&c["evidence"], usize::MAX) {
+            let _ = writeln!(o, "- {}", plain(e));
+        }
+        let _ = writeln!(o, "\nSuggestions:");
+        for e in rows(&c["suggestions"], usize::MAX) {
+            let _ = writeln!(o, "- {}", plain(e));
+        }
+        o.push('\n');
+    }
+    let trimmed = o.trim_end().to_string();
+    trimmed + "\n"
+}

@@ -1,0 +1,273 @@
+//! `profq query "<question>"`: a question → the analysis that answers it, as structured JSON.
+//!
+//! Questions are matched on whole words (so "stop" never reads as "top" and "copy" never
+//! as "op"), in a fixed order; the first intent whose words all appear wins. Answers come
+//! from a `profile_summary.v1` document (computed, or read with `--summary`).
+
+use serde_json::{json, Map, Value};
+
+/// One intent: its query_type, the word groups that must all match (any word of a group),
+/// the named queries behind it, and an example question.
+pub struct Intent {
+    pub query_type: &'static str,
+    pub all_of: &'static [&'static [&'static str]],
+    pub queries: &'static [&'static str],
+    pub example: &'static str,
+}
+
+const OPS: &[&str] = &["op", "ops", "operation", "operations", "kernel", "kernels", "hlo"];
+const COMM: &[&str] = &["comm", "communication", "collective", "collectives", "allreduce", "nccl"];
+
+/// In matching order.
+pub const INTENTS: &[Intent] = &[
+    Intent { query_type: "top_ops", all_of: &[&["top", "hot", "hottest", "slowest", "expensive", "costliest", "heaviest"], OPS], queries: &["hot_ops"], example: "What are the top 10 ops by exclusive time?" },
+    Intent { query_type: "compute_vs_communication", all_of: &[COMM, &["compute", "dominating", "dominant", "dominates", "dominate", "worst", "vs", "versus"]], queries: &["time_breakdown", "collectives_by_kind"], example: "Is comm or compute dominating? Which collective is worst?" },
+    Intent { query_type: "pre_op_gap", all_of: &[&["gap", "gaps", "idle", "waiting", "wait"], &["before"]], queries: &["pre_op_gaps", "gap_contexts"], example: "What is the gap before fusion.3?" },
+    Intent { query_type: "gap_region_context", all_of: &[&["context", "contexts", "contextualize"], &["gap", "gaps", "op", "copy", "ops"]], queries: &["gap_contexts"], example: "Show context for op copy.1" },
+    Intent { query_type: "collective_breakdown", all_of: &[COMM], queries: &["collectives_by_kind"], example: "Break down the collectives" },
+    Intent { query_type: "recompilation", all_of: &[&["recompile", "recompiles", "recompilation", "recompiling", "compile", "compiles", "compilation", "retrace", "retracing", "churn"]], queries: &["recompilation", "shape_churn"], example: "Is anything recompiling during training?" },
+    Intent { query_type: "transfers", all_of: &[&["transfer", "transfers", "memcpy", "h2d", "d2h", "device_put", "copies", "infeed", "outfeed"]], queries: &["transfers"], example: "How much time goes to host-device transfers?" },
+    Intent { query_type: "tiny_kernels", all_of: &[&["tiny", "small", "launch", "dispatch", "launches", "bound", "overhead"], &["kernel", "kernels", "ops", "op", "launch", "launches", "dispatch", "bound", "overhead"]], queries: &["tiny_kernels"], example: "Are steps launch-bound with many tiny kernels?" },
+    Intent { query_type: "stragglers", all_of: &[&["straggler", "stragglers", "skew", "imbalance", "slowest", "lagging", "lag"]], queries: &["step_skew"], example: "Which device is the straggler?" },
+    Intent { query_type: "step_jitter", all_of: &[&["jitter", "variance", "variation", "outlier", "outliers", "classes", "heavy", "light", "periodic", "periodicity", "spiky"]], queries: &["step_durations", "step_times"], example: "Is step time jittery? Are there heavy steps?" },
+    Intent { query_type: "device_idle", all_of: &[&["idle", "starved", "starving", "utilization", "utilisation", "busy", "underutilized"]], queries: &["device_idle", "pre_op_gaps"], example: "How idle is the device?" },
+    Intent { query_type: "step_time", all_of: &[&["step", "steps", "iteration", "throughput"]], queries: &["step_times", "step_durations"], example: "How long is a step?" },
+    Intent { query_type: "hierarchical_regions", all_of: &[&["region", "regions", "hierarchy", "hierarchical", "scope", "scopes", "layer", "layers", "forward", "backward"]], queries: &["hierarchical_regions", "regions"], example: "Show hierarchical regions" },
+    Intent { query_type: "bound_analysis", all_of: &[&["memory", "compute", "roofline"], &["bound", "roofline", "bandwidth"]], queries: &[], example: "Is it memory-bound or compute-bound?" },
+    Intent { query_type: "comparison_hint", all_of: &[&["improve", "improved", "regress", "regressed", "regression", "compare", "comparison", "diff", "changed", "before", "after"]], queries: &[], example: "Did this change improve anything?" },
+    Intent { query_type: "optimization_candidates", all_of: &[&["next", "try", "suggest", "suggestions", "recommend", "recommendations", "optimize", "optimise", "improve", "faster", "bottleneck", "bottlenecks", "fix"]], queries: &[], example: "What should we try next?" },
+];
+
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase().split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect()
+}
+
+/// The intent a question maps to, if any.
+pub fn route(question: &str) -> Option<&'static Intent> {
+    let w = words(question);
+    INTENTS.iter().find(|i| i.all_of.iter().all(|group| group.iter().any(|g| w.iter().any(|x| x == g))))
+}
+
+/// The text after a word (whole-word, case-insensitive), trimmed of quotes and punctuation,
+/// without a leading `op `/`operation `.
+pub fn target_after(question: &str, word: &str) -> Option<String> {
+    let lower = question.to_lowercase();
+    let bytes = lower.as_bytes();
+    let mut from = 0;
+    while let Some(k) = lower[from..].find(word) {
+        let start = from + k;
+        let end = start + word.len();
+        let before_ok = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();
+        let after_ok = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
+        if before_ok && after_ok {
+            let mut t = question[end..].trim().trim_matches(|c: char| c.is_whitespace() || "`\"'?.!,".contains(c)).to_string();
+            for prefix in ["op ", "operation ", "the op ", "the "] {
+                if t.to_lowercase().starts_with(prefix) {
+                    t = t[prefix.len()..].trim().to_string();
+                }
+            }
+            return (!t.is_empty()).then_some(t);
+        }
+        from = end;
+    }
+    None
+}
+
+/// The first op-like token (`name.N`) of a question.
+fn op_token(question: &str) -> Option<String> {
+    question
+        .split(|c: char| c.is_whitespace() || "`\"'?,!()".contains(c))
+        .map(|t| t.trim_end_matches('.'))
+        .find(|t| {
+            let Some(dot) = t.rfind('.') else { return false };
+            let (head, tail) = (&t[..dot], &t[dot + 1..]);
+            !head.is_empty() && head.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '%') && !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit())
+        })
+        .map(str::to_string)
+}
+
+fn take(v: &Value, k: usize) -> Value {
+    Value::Array(v.as_array().map(|a| a.iter().take(k).cloned().collect()).unwrap_or_default())
+}
+
+fn matches_name(entry: &Value, keys: &[&str], target: &str, exact: bool) -> bool {
+    let t = target.to_lowercase();
+    keys.iter().any(|k| {
+        entry[*k].as_str().is_some_and(|n| {
+            let n = n.to_lowercase();
+            if exact {
+                n == t
+            } else {
+                n.contains(&t)
+            }
+        })
+    })
+}
+
+fn find_entries(list: &Value, keys: &[&str], target: &str) -> Vec<Value> {
+    let all = list.as_array().cloned().unwrap_or_default();
+    let exact: Vec<Value> = all.iter().filter(|e| matches_name(e, keys, target, true)).cloned().collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    all.into_iter().filter(|e| matches_name(e, keys, target, false)).collect()
+}
+
+/// Every question profq answers, for an unrecognised one.
+pub fn supported_questions() -> Vec<Value> {
+    INTENTS.iter().map(|i| json!({"query_type": i.query_type, "example": i.example})).collect()
+}
+
+/// Answers a question from a summary. None when no intent matches.
+pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
+    let Some(intent) = route(question) else {
+        return json!({
+            "query_type": "unrecognized",
+            "question": question,
+            "message": "profq cannot map this question to an analysis; ask one of the supported questions",
+            "supported_questions": supported_questions(),
+        });
+    };
+    let s = summary;
+    let k = top_k;
+    let mut out = Map::new();
+    out.insert("query_type".into(), json!(intent.query_type));
+    out.insert("question".into(), json!(question));
+    let share = |cat: &str| s["time_breakdown"][cat]["share_of_total"].as_f64().unwrap_or(0.0);
+    match intent.query_type {
+        "top_ops" => {
+            out.insert("results".into(), take(&s["hot_ops"], k));
+        }
+        "compute_vs_communication" => {
+            let (comm, comp) = (share("communication"), share("compute"));
+            out.insert("dominant".into(), json!(if comm > comp { "communication" } else { "compute" }));
+            out.insert("compute_share".into(), json!(comp));
+            out.insert("communication_share".into(), json!(comm));
+            out.insert("communication_breakdown".into(), take(&s["communication_ops"], k));
+            out.insert("worst_collective".into(), s["communication_ops"].get(0).cloned().unwrap_or(Value::Null));
+            out.insert("overlap".into(), take(&s["profq_collectives"], k));
+        }
+        "collective_breakdown" => {
+            out.insert("results".into(), take(&s["communication_ops"], k));
+            out.insert("overlap".into(), take(&s["profq_collectives"], k));
+        }
+        "pre_op_gap" => {
+            let target = target_after(question, "before");
+            out.insert("top_gaps".into(), take(&s["gap_before_ops"], k));
+            if let Some(t) = &target {
+                let m = find_entries(&s["gap_before_ops"], &["name", "payload_op", "marker_op"], t);
+                out.insert("match".into(), m.first().cloned().unwrap_or(Value::Null));
+                let op = m.first().and_then(|e| e["payload_op"].as_str()).unwrap_or(t.as_str()).to_string();
+                out.insert("context".into(), Value::Array(find_entries(&s["gap_region_contexts"], &["op_name"], &op).into_iter().take(k).collect()));
+            }
+            out.insert("target".into(), json!(target));
+        }
+        "gap_region_context" => {
+            let target = ["for", "of", "op"].iter().find_map(|w| target_after(question, w)).or_else(|| op_token(question));
+            let results = match &target {
+                Some(t) => find_entries(&s["gap_region_contexts"], &["op_name"], t).into_iter().take(k).collect(),
+                None => take(&s["gap_region_contexts"], k).as_array().cloned().unwrap_or_default(),
+            };
+            out.insert("target".into(), json!(target));
+            out.insert("results".into(), Value::Array(results));
+        }
+        "hierarchical_regions" => {
+            let regions = s["hierarchical_regions"].as_array().cloned().unwrap_or_default();
+            let root_total = |path: &str| {
+                let root = path.split("=>").next().unwrap_or(path);
+                regions.iter().find(|r| r["path"] == root).and_then(|r| r["inclusive_duration"].as_f64())
+                    .or_else(|| regions.iter().filter(|r| r["depth"] == 1).filter_map(|r| r["inclusive_duration"].as_f64()).reduce(f64::max))
+                    .unwrap_or(0.0)
+            };
+            let results: Vec<Value> = regions
+                .iter()
+                .take(k)
+                .map(|r| {
+                    let mut e = r.clone();
+                    let total = root_total(r["path"].as_str().unwrap_or(""));
+                    let sh = |key: &str| if total > 0.0 { r[key].as_f64().unwrap_or(0.0) / total } else { 0.0 };
+                    e["inclusive_share_of_total"] = json!(sh("inclusive_duration"));
+                    e["exclusive_share_of_total"] = json!(sh("exclusive_duration"));
+                    e
+                })
+                .collect();
+            out.insert("results".into(), Value::Array(results));
+            out.insert("by_pass".into(), take(&s["profq_regions_by_pass"], k));
+        }
+        "bound_analysis" => {
+            out.insert("result".into(), json!("unsupported_from_trace_only"));
+            out.insert("explanation".into(), json!("Deciding memory- vs compute-bound needs hardware counters or a roofline (FLOPs and bytes per op with the device's peaks); a timeline alone cannot tell. ops.flops and ops.bytes_accessed hold the cost model where the profile has it (TPU)."));
+        }
+        "comparison_hint" => {
+            out.insert("hint".into(), json!("Use `profq compare --before X --after Y` to compare two runs, profiles or summaries."));
+        }
+        "recompilation" => {
+            out.insert("results".into(), s["profq_recompilation"].clone());
+        }
+        "transfers" => {
+            out.insert("results".into(), take(&s["profq_transfers"], k));
+        }
+        "tiny_kernels" => {
+            out.insert("results".into(), s["profq_tiny_kernels"].clone());
+        }
+        "stragglers" => {
+            out.insert("results".into(), take(&s["profq_per_device"], k));
+        }
+        "step_jitter" => {
+            let st = &s["step_time"]["steady_state_steps"];
+            let ratio = match (st["p90"].as_f64(), st["median"].as_f64()) {
+                (Some(p), Some(m)) if m > 0.0 => json!(p / m),
+                _ => Value::Null,
+            };
+            out.insert("p90_over_median".into(), ratio);
+            out.insert("steady_state_steps".into(), st.clone());
+            out.insert("classes".into(), s["step_time"]["classes"].clone());
+        }
+        "device_idle" => {
+            out.insert("results".into(), s["profq_device_idle"].clone());
+            out.insert("top_gaps".into(), take(&s["gap_before_ops"], k));
+        }
+        "step_time" => {
+            out.insert("results".into(), s["step_time"].clone());
+        }
+        _ => {
+            out.insert("results".into(), s["optimization_candidates"].clone());
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qt(q: &str) -> &'static str {
+        route(q).map_or("unrecognized", |i| i.query_type)
+    }
+
+    #[test]
+    fn reference_questions_route_as_documented() {
+        assert_eq!(qt("What are the top 3 ops by exclusive time?"), "top_ops");
+        assert_eq!(qt("Is comm or compute dominating? Which collective is worst?"), "compute_vs_communication");
+        assert_eq!(qt("show hierarchical regions"), "hierarchical_regions");
+        assert_eq!(qt("show context for op copy.1"), "gap_region_context");
+        assert_eq!(qt("what is the gap before X?"), "pre_op_gap");
+        assert_eq!(qt("What should we try next?"), "optimization_candidates");
+    }
+
+    #[test]
+    fn words_not_substrings() {
+        // "stop" is not "top", "copy" is not "op".
+        assert_eq!(qt("when does the loop stop copying"), "unrecognized");
+        assert_eq!(qt("hello there"), "unrecognized");
+        assert_eq!(qt("is anything recompiling?"), "recompilation");
+        assert_eq!(qt("which device is the straggler"), "stragglers");
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(target_after("what is the gap before `iota.296`?", "before").as_deref(), Some("iota.296"));
+        assert_eq!(target_after("show context for op copy.1", "for").as_deref(), Some("copy.1"));
+        assert_eq!(op_token("why is copy.1 slow"), Some("copy.1".into()));
+    }
+}
