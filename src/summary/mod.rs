@@ -288,7 +288,8 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
     if truncated && !all_warnings.iter().any(|w| w.contains("cap")) {
         all_warnings.push(format!("Trace contains exactly {} complete events; this often indicates export truncation at a collector cap.", text(&overview, "num_complete_events")));
     }
-    let start_epoch = run.get("start_epoch_ns").and_then(Value::as_i64).or_else(|| run.get("ingested_at_ns").and_then(Value::as_i64)).unwrap_or(0);
+    // Reproducible: the capture's own start time, never the wall clock (epoch 0 when unknown).
+    let start_epoch = run.get("start_epoch_ns").and_then(Value::as_i64).unwrap_or(0);
     let mut doc = json!({
         "schema_version": SCHEMA_VERSION,
         "generated_at_utc": iso_utc(start_epoch),

@@ -247,15 +247,12 @@ fn unwrap_transforms(mut comp: &str) -> (&str, Vec<&str>) {
 
 /// (region path, pass) of a framework scope path such as
 /// `jit(train_step)/transpose(jvp(forward))/layer_0/attention/qkv/dot_general`
-/// → (`train_step/forward/layer_0/attention/qkv`, backward): the trailing primitive is
-/// dropped, transforms unwrapped, runtime plumbing (shard_map, pallas_call, ...) removed.
+/// → (`train_step/forward/layer_0/attention/qkv/dot_general`, backward): transforms
+/// unwrapped, runtime plumbing (shard_map, pallas_call, ...) removed. The primitive stays the
+/// leaf, as in the reference, so a scope's exclusive time is what runs directly in it.
 pub fn scope_of(tf_op: &str) -> (Option<String>, &'static str) {
     let tf_op = tf_op.trim().trim_end_matches(':');
-    let mut comps = split_scope(tf_op);
-    // The last component is the primitive (dot_general, add, ...).
-    if !comps.is_empty() {
-        comps.pop();
-    }
+    let comps = split_scope(tf_op);
     let mut names = Vec::new();
     let (mut transposed, mut jvp, mut remat, mut optimizer, mut fwd_name, mut bwd_name) = (false, false, false, false, false, false);
     for comp in comps {
@@ -775,18 +772,18 @@ mod tests {
 
     #[test]
     fn scope_paths_and_passes() {
-        assert_eq!(scope_of("jit(train_step)/jvp(forward)/layer_0/attention/qkv/dot_general"), (Some("train_step/forward/layer_0/attention/qkv".into()), "forward"));
+        assert_eq!(scope_of("jit(train_step)/jvp(forward)/layer_0/attention/qkv/dot_general"), (Some("train_step/forward/layer_0/attention/qkv/dot_general".into()), "forward"));
         assert_eq!(
             scope_of("jit(train_step)/backward/transpose(jvp(forward))/layer_0/attention/context/dot_general"),
-            (Some("train_step/backward/forward/layer_0/attention/context".into()), "backward")
+            (Some("train_step/backward/forward/layer_0/attention/context/dot_general".into()), "backward")
         );
         assert_eq!(scope_of("jit(train_step)/optimizer/mul").1, "optimizer");
-        assert_eq!(scope_of("jit(f)/jit(main)/add:"), (Some("f/main".into()), "other"));
-        assert_eq!(scope_of("add"), (None, "other"));
+        assert_eq!(scope_of("jit(f)/jit(main)/add:"), (Some("f/main/add".into()), "other"));
+        assert_eq!(scope_of("shard_map"), (None, "other"));
         assert_eq!(scope_of("jit(f)/remat(block)/mlp/dot_general").1, "remat");
         assert_eq!(scope_of("jit(_train_step)/shard_map/apply_rotary_embedding/pallas_call").0, Some("_train_step/apply_rotary_embedding".into()));
-        assert_eq!(scope_of("jit(train_step)/shard_map/halo_exchange/ppermute").0, Some("train_step/halo_exchange".into()));
-        assert_eq!(scope_of("jit(f)/dynamic_donated[1][0][0].model.params.w_k:/copy").0, Some("f/model.params.w_k".into()));
+        assert_eq!(scope_of("jit(train_step)/shard_map/halo_exchange/ppermute").0, Some("train_step/halo_exchange/ppermute".into()));
+        assert_eq!(scope_of("dynamic_donated[1][0][0].model.params.blocks[0].attn.w_k:").0, Some("model.params.blocks[0].attn.w_k".into()));
     }
 
     #[test]

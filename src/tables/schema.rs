@@ -149,7 +149,7 @@ pub const TABLES: &[Table] = &[
             c("hlo_category", Name, true, "XProf's `hlo_category` stat when present (TPU)."),
             c("collective_kind", Name, true, "all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, send-recv, other; null if not a collective."),
             c("tf_op", Name, true, "Framework scope path: the `tf_op` stat (or `name` when tf_op is the generic `XlaModule`), else HLO metadata.op_name."),
-            c("region_path", Name, true, "Named-scope path of the op: `tf_op` without its trailing primitive, transforms unwrapped (`jit(train_step)` → `train_step`, `transpose(jvp(forward))` → `forward`), runtime plumbing (shard_map, pallas_call, ...) dropped."),
+            c("region_path", Name, true, "Named-scope path of the op: `tf_op` with transforms unwrapped (`jit(train_step)` → `train_step`, `transpose(jvp(forward))` → `forward`) and runtime plumbing (shard_map, pallas_call, ...) dropped; the primitive is the leaf."),
             c("pass", Name, false, "`forward`, `backward` (transpose), `remat`, `optimizer` or `other`, from the scope path."),
             c("step", Int, true, "Step whose window contains the op start (host step annotations or the device's `Steps` line)."),
             c("start_ns", Int, false, "Start, ns since the run start."),

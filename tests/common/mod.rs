@@ -1,6 +1,8 @@
 //! Shared test helpers: fixture locations, temp stores, the profq binary, SQL over a store.
 #![allow(dead_code)]
 
+pub mod synth;
+
 use profq::engine::Engine;
 use profq::render::{render, Format};
 use std::path::{Path, PathBuf};

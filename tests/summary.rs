@@ -1,0 +1,455 @@
+//! profile_summary.v1 on the reference's worked scenarios (reference §8.1), built as real
+//! XPlane protobuf bytes and gzip'd trace JSON, and on the real captures.
+
+mod common;
+use common::synth::*;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn summarize(input: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["summarize", input.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = profq(&args);
+    assert!(o.status.success(), "summarize {}: {}", input.display(), stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn query(input: &Path, question: &str) -> Value {
+    let o = profq(&["query", question, input.to_str().unwrap()]);
+    serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{question}: {e}: {}{}", stdout(&o), stderr(&o)))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The reference's shared fixture: a TPU process with Steps 0..5 (i×1000, lasting
+/// 100, 110, …, 150) and XLA Ops, plus a host `main` thread.
+fn reference_trace(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("reference.trace.json.gz");
+    let mut events: Vec<(i64, i64, &str, f64, f64, &str)> = Vec::new();
+    let names = ["0", "1", "2", "3", "4", "5"];
+    for (i, n) in names.iter().enumerate() {
+        events.push((1, 1, n, i as f64 * 1000.0, 100.0 + 10.0 * i as f64, ""));
+    }
+    events.extend([
+        (1, 2, "fusion.1", 0.0, 100.0, ""),
+        (1, 2, "all-reduce.1", 20.0, 40.0, ""),
+        (1, 2, "softmax", 120.0, 60.0, ""),
+        (1, 2, "dependency-wait", 190.0, 30.0, ""),
+        (1, 2, "psum.1", 230.0, 20.0, ""),
+        (2, 3, "python_host_compute", 0.0, 80.0, ""),
+        (2, 3, "threading wait", 90.0, 20.0, ""),
+    ]);
+    write_trace_json(&path, &[(1, "/device:TPU:0"), (2, "/host:CPU")], &[(1, 1, "Steps"), (1, 2, "XLA Ops"), (2, 3, "main")], &events);
+    path
+}
+
+#[test]
+fn reference_trace_breakdown_steps_and_hot_ops() {
+    let dir = temp_dir("ref");
+    let trace = reference_trace(&dir);
+    let s = summarize(&trace, &["--warmup-steps", "2", "--hot-op-limit", "10"]);
+    assert_eq!(s["schema_version"], "profile_summary.v1");
+    assert_eq!(s["source_format"], "perfetto_trace_json");
+    assert_eq!(s["trace_overview"]["num_complete_events"], 13);
+    assert_eq!(s["trace_overview"]["display_time_unit"], "ns");
+    assert_eq!(s["step_time"]["all_steps"]["count"], 6);
+    assert_eq!(s["step_time"]["steady_state_steps"]["count"], 4);
+    assert_eq!(f(&s["step_time"]["steady_state_steps"]["median"]), 135.0);
+    assert_eq!(f(&s["step_time"]["steady_state_steps"]["p90"]), 147.0);
+    let b = &s["time_breakdown"];
+    assert_eq!(b["duration_basis"], "exclusive_duration_per_track");
+    assert_eq!(f(&b["total_duration"]), 310.0);
+    for (k, v) in [("compute", 120.0), ("communication", 60.0), ("host", 80.0), ("stall", 50.0), ("other", 0.0)] {
+        assert_eq!(f(&b[k]["total_duration"]), v, "{k}");
+    }
+    assert_eq!(s["hot_ops"][0]["name"], "fusion.1");
+    assert_eq!(f(&s["hot_ops"][0]["exclusive_duration"]), 60.0);
+    assert_eq!(s["hot_ops"][1]["name"], "softmax");
+    assert_eq!(s["communication_ops"][0]["collective"], "all-reduce");
+    assert_eq!(f(&s["communication_ops"][0]["total_duration"]), 60.0);
+    assert!(!s["optimization_candidates"].as_array().unwrap().is_empty());
+    // Families are computed over every op, and psum.1 counts as a collective.
+    let families: Vec<&str> = s["semantic_families"].as_array().unwrap().iter().map(|x| x["family"].as_str().unwrap()).collect();
+    assert!(families.contains(&"collective"), "{families:?}");
+    let collective = s["semantic_families"].as_array().unwrap().iter().find(|x| x["family"] == "collective").unwrap();
+    assert_eq!(collective["count"], 2);
+
+    // Queries on the same trace.
+    let top = query(&trace, "What are the top 3 ops by exclusive time?");
+    assert_eq!(top["query_type"], "top_ops");
+    assert_eq!(top["results"][0]["name"], "fusion.1");
+    let cc = query(&trace, "Is comm or compute dominating? Which collective is worst?");
+    assert_eq!(cc["query_type"], "compute_vs_communication");
+    assert_eq!(cc["dominant"], "compute");
+    assert_eq!(query(&trace, "What should we try next?")["query_type"], "optimization_candidates");
+
+    // The report is deterministic and has the reference's sections.
+    let r1 = stdout(&profq(&["report", trace.to_str().unwrap()]));
+    let r2 = stdout(&profq(&["report", trace.to_str().unwrap()]));
+    assert_eq!(r1, r2);
+    for section in ["# Profile Report (profile_summary.v1)", "## Trace Overview", "## Time Breakdown (`exclusive_duration_per_track`)", "## Pre-Op Gaps", "## Gap Context (Region-First)", "## Hierarchical Regions", "Inclusive %", "Exclusive %", "## Optimization Candidates"] {
+        assert!(r1.contains(section), "report lacks {section}");
+    }
+    assert!(r1.ends_with("\n") && !r1.ends_with("\n\n"));
+}
+
+#[test]
+fn global_breakdown_is_a_union_over_the_compute_window() {
+    let dir = temp_dir("global");
+    let path = dir.join("global.trace.json.gz");
+    write_trace_json(
+        &path,
+        &[(1, "/device:TPU:0"), (2, "/host:CPU")],
+        &[(1, 2, "XLA Ops"), (1, 3, "XLA Ops"), (2, 3, "main")],
+        &[
+            (1, 2, "fusion.1", 100.0, 20.0, ""),
+            (1, 2, "all-reduce.1", 130.0, 10.0, ""),
+            (1, 2, "fusion.2", 180.0, 20.0, ""),
+            // Another device line overlapping fusion.2 exactly must not be counted twice.
+            (1, 3, "fusion.3", 180.0, 20.0, ""),
+            (2, 3, "host_work", 0.0, 80.0, ""),
+        ],
+    );
+    let s = summarize(&path, &["--breakdown-mode", "exclusive_global"]);
+    let b = &s["time_breakdown"];
+    assert_eq!(b["duration_basis"], "exclusive_duration_global_timeline");
+    assert_eq!(f(&b["total_duration"]), 100.0);
+    assert_eq!(f(&b["compute"]["total_duration"]), 40.0);
+    assert_eq!(f(&b["communication"]["total_duration"]), 10.0);
+    assert_eq!(f(&b["stall"]["total_duration"]), 50.0);
+    assert_eq!(f(&b["host"]["total_duration"]), 0.0);
+    for fam in s["semantic_families"].as_array().unwrap() {
+        assert!((0.0..=1.0).contains(&f(&fam["share_of_total"])));
+    }
+}
+
+fn gap_trace(dir: &Path, events: &[(&str, f64, f64)]) -> std::path::PathBuf {
+    let path = dir.join("gaps.trace.json.gz");
+    let ev: Vec<(i64, i64, &str, f64, f64, &str)> = events.iter().map(|(n, s, d)| (1, 2, *n, *s, *d, "")).collect();
+    write_trace_json(&path, &[(1, "/device:TPU:0")], &[(1, 2, "XLA Ops")], &ev);
+    path
+}
+
+#[test]
+fn iota_marker_resolves_to_its_payload() {
+    let dir = temp_dir("iota");
+    let path = gap_trace(&dir, &[("fusion.0", 0.0, 10.0), ("iota.296", 100.0, 1.0), ("dot.1", 101.0, 20.0)]);
+    let s = summarize(&path, &[]);
+    let gaps = s["gap_before_ops"].as_array().unwrap();
+    assert_eq!(gaps.len(), 1);
+    assert_eq!(gaps[0]["name"], "dot.1");
+    assert_eq!(gaps[0]["payload_op"], "dot.1");
+    assert_eq!(gaps[0]["marker_op"], "iota.296");
+    assert_eq!(f(&gaps[0]["total_gap_duration"]), 90.0);
+    let q = query(&path, "what is the gap before iota.296?");
+    assert_eq!(q["query_type"], "pre_op_gap");
+    assert_eq!(q["target"], "iota.296");
+    assert_eq!(q["match"]["payload_op"], "dot.1");
+    assert_eq!(q["match"]["marker_op"], "iota.296");
+}
+
+#[test]
+fn lookahead_never_bridges_a_second_gap() {
+    let dir = temp_dir("nobridge");
+    let path = gap_trace(&dir, &[("fusion.0", 0.0, 10.0), ("iota.296", 100.0, 1.0), ("iota.297", 101.0, 1.0), ("dot.1", 130.0, 20.0)]);
+    let s = summarize(&path, &[]);
+    let gaps = s["gap_before_ops"].as_array().unwrap();
+    let by_name = |n: &str| gaps.iter().find(|g| g["name"] == n).unwrap_or_else(|| panic!("no gap for {n}: {gaps:?}"));
+    assert_eq!(f(&by_name("iota.296")["total_gap_duration"]), 90.0);
+    assert_eq!(by_name("iota.296")["marker_op"], "iota.296");
+    assert_eq!(f(&by_name("dot.1")["total_gap_duration"]), 28.0);
+}
+
+#[test]
+fn scope_rules_wrappers_blacklist_donated_and_copy_labels() {
+    let dir = temp_dir("scopes");
+    let path = dir.join("scopes.trace.json.gz");
+    write_trace_json(
+        &path,
+        &[(1, "/device:TPU:0")],
+        &[(1, 2, "XLA Ops")],
+        &[
+            (1, 2, "fusion.9", 0.0, 100.0, r#"{"tf_op":"jit(_train_step)/shard_map/apply_rotary_embedding/pallas_call"}"#),
+            (1, 2, "copy.7", 150.0, 10.0, r#"{"tf_op":"dynamic_donated[1][0][0].model.params.blocks[0].attn.w_k:"}"#),
+            (1, 2, "copy.1", 200.0, 5.0, ""),
+            (1, 2, "copy.1", 300.0, 5.0, ""),
+        ],
+    );
+    let s = summarize(&path, &[]);
+    let regions = s["hierarchical_regions"].as_array().unwrap();
+    let region = |p: &str| regions.iter().find(|r| r["path"] == p).unwrap_or_else(|| panic!("no region {p}: {regions:?}"));
+    assert_eq!(f(&region("_train_step")["inclusive_duration"]), 100.0);
+    assert_eq!(f(&region("_train_step")["exclusive_duration"]), 0.0);
+    assert_eq!(f(&region("_train_step=>apply_rotary_embedding")["exclusive_duration"]), 100.0);
+    assert!(regions.iter().all(|r| !r["path"].as_str().unwrap().contains("shard_map") && !r["path"].as_str().unwrap().contains("pallas_call")));
+    let contexts = s["gap_region_contexts"].as_array().unwrap();
+    let label = |op: &str| contexts.iter().find(|c| c["op_name"] == op).map(|c| c["region_path"].clone()).unwrap_or_else(|| panic!("no context for {op}: {contexts:?}"));
+    assert_eq!(label("copy.7"), "copy(model.params.blocks[0].attn.w_k)");
+    assert_eq!(label("copy.1"), "copy");
+    let q = query(&path, "show context for op copy.1");
+    assert_eq!(q["query_type"], "gap_region_context");
+    assert_eq!(q["target"], "copy.1");
+    assert_eq!(q["results"][0]["region_path"], "copy");
+}
+
+#[test]
+fn gpu_streams_with_nccl_kernels_and_string_step_numbers() {
+    let dir = temp_dir("gpu");
+    let path = dir.join("gpu.trace.json.gz");
+    write_trace_json(
+        &path,
+        &[(1, "/device:GPU:0"), (2, "/host:CPU")],
+        &[(1, 10, "Stream #0(compute)"), (1, 11, "Stream #1(nccl)"), (2, 1, "main")],
+        &[
+            (2, 1, "train", 0.0, 100.0, r#"{"step_num":"0"}"#),
+            (2, 1, "train", 100.0, 120.0, r#"{"step_num":"1"}"#),
+            (2, 1, "train", 220.0, 130.0, r#"{"step_num":"2"}"#),
+            (1, 10, "fusion.1", 10.0, 40.0, ""),
+            (1, 10, "fusion.1", 110.0, 40.0, ""),
+            (1, 10, "fusion.1", 260.0, 40.0, ""),
+            (1, 11, "ncclDevKernel_AllGather_RING_LL", 60.0, 20.0, ""),
+            (1, 11, "ncclDevKernel_ReduceScatter_RING_LL", 160.0, 20.0, ""),
+            (1, 11, "ncclDevKernel_ReduceScatter_RING_LL", 310.0, 20.0, ""),
+        ],
+    );
+    let s = summarize(&path, &["--warmup-steps", "1"]);
+    assert_eq!(s["step_time"]["all_steps"]["count"], 3);
+    assert_eq!(s["step_time"]["steady_state_steps"]["count"], 2);
+    assert!(s["hot_ops"].as_array().unwrap().iter().any(|h| h["name"] == "fusion.1"));
+    let kinds: Vec<&str> = s["communication_ops"].as_array().unwrap().iter().map(|c| c["collective"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"all-gather") && kinds.contains(&"reduce-scatter"), "{kinds:?}");
+    assert!(!s["gap_before_ops"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn direct_xplane_scenario() {
+    let dir = temp_dir("xplane");
+    let path = dir.join("direct.xplane.pb");
+    let mut tpu = PlaneBuilder::new(1, "/device:TPU:0");
+    tpu.line(1, "Steps", &[("10", 0, 110, &[]), ("11", 200, 130, &[])]);
+    tpu.line(
+        2,
+        "XLA Ops",
+        &[
+            ("fusion.1", 0, 10, &[("run_id", V::U(7))]),
+            ("iota.296", 80, 1, &[("run_id", V::U(7))]),
+            ("dot.1", 81, 19, &[("run_id", V::U(7)), ("tf_op", V::Str("jit(train_step)/block_0/matmul"))]),
+            ("fusion.1", 110, 10, &[("run_id", V::U(7))]),
+            ("dot.1", 120, 19, &[("run_id", V::U(7)), ("tf_op", V::Str("jit(train_step)/block_0/matmul"))]),
+        ],
+    );
+    write_xspace(&path, vec![tpu.build()]);
+    let s = summarize(&path, &[]);
+    assert_eq!(s["source_format"], "xplane_pb");
+    assert_eq!(s["trace_overview"]["display_time_unit"], "us");
+    assert_eq!(s["trace_overview"]["num_complete_events"], 7);
+    assert_eq!(s["trace_overview"]["num_processes"], 1);
+    assert_eq!(s["trace_overview"]["num_threads"], 2);
+    assert_eq!(s["step_time"]["steady_state_steps"]["count"], 2);
+    assert_eq!(f(&s["step_time"]["steady_state_steps"]["median"]), 120.0);
+    let names: Vec<&str> = s["hot_ops"].as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"fusion.1") && names.contains(&"dot.1"));
+    assert_eq!(s["gap_before_ops"][0]["payload_op"], "dot.1");
+    assert_eq!(s["gap_before_ops"][0]["marker_op"], "iota.296");
+    assert_eq!(f(&s["gap_before_ops"][0]["total_gap_duration"]), 70.0);
+    let paths: Vec<&str> = s["hierarchical_regions"].as_array().unwrap().iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"train_step") && paths.contains(&"train_step=>block_0=>matmul"), "{paths:?}");
+    assert_eq!(s["trace_provenance"]["run_ids"], serde_json::json!(["7"]));
+}
+
+#[test]
+fn xla_module_tf_op_falls_back_to_the_name_stat_only_then() {
+    let dir = temp_dir("xlamodule");
+    let path = dir.join("moe.xplane.pb");
+    let mut gpu = PlaneBuilder::new(1, "/device:GPU:0");
+    gpu.line(
+        5,
+        "Stream #0(compute)",
+        &[
+            ("kernel_a", 0, 10, &[("tf_op", V::Str("XlaModule:")), ("name", V::Str("jit(fwd_0)/MoEMLP/moe_up_down/pallas_call"))]),
+            ("kernel_b", 20, 10, &[("name", V::Str("fabricated/scope"))]),
+        ],
+    );
+    write_xspace(&path, vec![gpu.build()]);
+    let s = summarize(&path, &[]);
+    let paths: Vec<&str> = s["hierarchical_regions"].as_array().unwrap().iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert!(paths.iter().any(|p| p.contains("moe_up_down")), "{paths:?}");
+    assert!(!paths.iter().any(|p| p.contains("fabricated")), "{paths:?}");
+}
+
+#[test]
+fn host_tracks_aggregate_with_metadata_stats() {
+    let dir = temp_dir("host");
+    let path = dir.join("host.xplane.pb");
+    let mut host = PlaneBuilder::new(1, "/host:CPU");
+    host.line(3, "main", &[("step_fn", 0, 130, &[]), ("compute", 10, 30, &[]), ("wait for data", 50, 20, &[])]);
+    host.metadata_stats("step_fn", &[("run_id", V::U(9)), ("source", V::Str("train.py"))]);
+    write_xspace(&path, vec![host.build()]);
+    let s = summarize(&path, &[]);
+    assert_eq!(s["trace_overview"]["num_complete_events"], 3);
+    assert_eq!(f(&s["time_breakdown"]["host"]["total_duration"]), 110.0);
+    assert_eq!(f(&s["time_breakdown"]["stall"]["total_duration"]), 20.0);
+    assert_eq!(s["trace_provenance"]["run_ids"], serde_json::json!(["9"]));
+    assert_eq!(s["trace_provenance"]["source_file_hints"], serde_json::json!(["train.py"]));
+    assert_eq!(s["hot_ops"], serde_json::json!([]));
+}
+
+#[test]
+fn planes_reusing_a_line_id_stay_apart() {
+    let dir = temp_dir("lineids");
+    let path = dir.join("reuse.xplane.pb");
+    let mut a = PlaneBuilder::new(1, "/device:TPU:0");
+    a.line(7, "XLA Ops", &[("fusion.host0", 0, 10, &[])]);
+    let mut b = PlaneBuilder::new(2, "/device:TPU:1");
+    b.line(7, "XLA Ops", &[("fusion.host1", 0, 20, &[])]);
+    write_xspace(&path, vec![a.build(), b.build()]);
+    let s = summarize(&path, &[]);
+    assert_eq!(s["trace_overview"]["num_processes"], 2);
+    assert_eq!(s["trace_overview"]["num_threads"], 2);
+    assert_eq!(s["trace_overview"]["num_complete_events"], 2);
+    assert_eq!(f(&s["time_breakdown"]["total_duration"]), 30.0);
+    let mut names: Vec<&str> = s["hot_ops"].as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["fusion.host0", "fusion.host1"]);
+}
+
+#[test]
+fn truncation_at_known_caps_only() {
+    let dir = temp_dir("trunc");
+    for (n, expected) in [(999_999usize, false), (1_000_000, true)] {
+        let path = dir.join(format!("cap{n}.trace.json.gz"));
+        let mut gz = flate2::write::GzEncoder::new(std::fs::File::create(&path).unwrap(), flate2::Compression::fast());
+        use std::io::Write;
+        gz.write_all(br#"{"traceEvents":["#).unwrap();
+        for i in 0..n {
+            if i > 0 {
+                gz.write_all(b",").unwrap();
+            }
+            write!(gz, r#"{{"ph":"X","pid":1,"tid":1,"name":"e","ts":{i},"dur":1}}"#).unwrap();
+        }
+        gz.write_all(b"]}").unwrap();
+        gz.finish().unwrap();
+        let store = temp_dir("trunc-store");
+        ingest(&store, &path, "t");
+        let runs = sql(&store, "SELECT suspected_truncation, array_length(quality_warnings) AS w FROM runs");
+        assert_eq!(runs[0]["suspected_truncation"], expected, "{n}");
+        assert_eq!(runs[0]["w"].as_i64().unwrap_or(0) > 0, expected, "{n}: {runs:?}");
+    }
+}
+
+#[test]
+fn directories_prefer_xplane_and_fall_back_to_json_when_it_is_corrupt() {
+    let root = temp_dir("fallback");
+    let session = root.join("run/plugins/profile/2026_01_01_00_00_00");
+    std::fs::create_dir_all(&session).unwrap();
+    std::fs::write(session.join("vm.xplane.pb"), b"\xff").unwrap();
+    let src = find_file(&jax_cpu("mlp_after"), "vm.trace.json.gz").unwrap();
+    std::fs::copy(&src, session.join("vm.trace.json.gz")).unwrap();
+    let s = summarize(&root.join("run"), &[]);
+    assert_eq!(s["source_format"], "perfetto_trace_json");
+    let warnings = s["trace_overview"]["quality_warnings"].to_string();
+    assert!(warnings.contains("XPlane not used"), "{warnings}");
+    // Without the JSON the corrupt XPlane is an error.
+    std::fs::remove_file(session.join("vm.trace.json.gz")).unwrap();
+    let o = profq(&["summarize", root.join("run").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("vm.xplane.pb"));
+}
+
+#[test]
+fn summarize_output_and_summary_file_round_trip() {
+    let dir = temp_dir("out");
+    let out = dir.join("nested/summary.json");
+    let o = profq(&["summarize", jax_cpu("mlp_train").to_str().unwrap(), "--warmup-steps", "1", "--output", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{}\n", out.display()));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(s["source_format"], "xplane_pb");
+    let q = profq(&["query", "top ops", "--summary", out.to_str().unwrap(), "--top-k", "3"]);
+    let a: Value = serde_json::from_str(&stdout(&q)).unwrap();
+    assert_eq!(a["results"].as_array().unwrap().len(), 3);
+    let r1 = profq(&["report", "--summary", out.to_str().unwrap()]);
+    let r2 = profq(&["report", "--summary", out.to_str().unwrap()]);
+    assert_eq!(stdout(&r1), stdout(&r2));
+    let unknown = profq(&["query", "when does it stop", "--summary", out.to_str().unwrap()]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stdout(&unknown).contains("supported_questions"));
+}
+
+#[test]
+fn xplane_and_json_summaries_of_real_captures_agree() {
+    for name in ["mlp_train", "host_bound_gappy", "mlp_after", "multi_device_dp", "transformer_lm"] {
+        let dir = jax_cpu(name);
+        let x = summarize(&xplane_of(&dir), &[]);
+        let j = summarize(&find_file(&dir, "perfetto_trace.json.gz").unwrap(), &[]);
+        assert_eq!(x["source_format"], "xplane_pb");
+        assert_eq!(j["source_format"], "perfetto_trace_json");
+        for key in ["count", "median", "p90"] {
+            let (a, b) = (f(&x["step_time"]["all_steps"][key]), f(&j["step_time"]["all_steps"][key]));
+            assert!((a - b).abs() < 0.002, "{name}: steps {key}: {a} vs {b}");
+        }
+        let names = |s: &Value| s["hot_ops"].as_array().unwrap().iter().take(10).map(|h| (h["name"].clone(), h["count"].clone())).collect::<Vec<_>>();
+        assert_eq!(names(&x), names(&j), "{name}: top ops");
+    }
+}
+
+#[test]
+fn every_real_fixture_summarizes() {
+    let mut inputs: Vec<std::path::PathBuf> = ["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"].iter().map(|n| jax_cpu(n)).collect();
+    for rel in [
+        "jax_cpu/shape_churn",
+        "public/openxla-xprof/tpu_v6e_jax_inference",
+        "public/TraceLens/mi300x_jax08_conv",
+        "public/TraceLens/mi300x_jax08_elementwise",
+        "public/TraceLens/mi300x_jax08_gemm",
+        "public/TraceLens/mi300x_jax_conv_minimal_legacy",
+        "public/TraceLens/kineto/h100_bert-small-uncased.json.gz",
+        "public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz",
+    ] {
+        inputs.extend(shared(rel));
+    }
+    for input in inputs {
+        let s = summarize(&input, &[]);
+        assert_eq!(s["schema_version"], "profile_summary.v1", "{}", input.display());
+        for key in ["run_metadata", "trace_overview", "trace_provenance", "step_time", "time_breakdown", "hot_ops", "semantic_families", "communication_ops", "gap_before_ops", "hierarchical_regions", "gap_region_contexts", "optimization_candidates"] {
+            assert!(s.get(key).is_some(), "{}: missing {key}", input.display());
+        }
+        assert!(!s["optimization_candidates"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn shape_churn_recompilation_is_found() {
+    let Some(dir) = shared("jax_cpu/shape_churn") else { return };
+    let q = query(&dir, "is anything recompiling?");
+    assert_eq!(q["query_type"], "recompilation");
+    let steps: Vec<i64> = q["results"]["steps_with_compilation"].as_array().unwrap().iter().map(|c| c["step"].as_i64().unwrap()).collect();
+    assert_eq!(steps, [2, 5, 11]);
+    assert_eq!(q["results"]["modules_with_several_programs"][0]["programs"], 4);
+}
+
+#[test]
+fn every_intent_answers_on_a_real_capture() {
+    let input = jax_cpu("multi_device_dp");
+    let summary_path = temp_dir("intents").join("s.json");
+    let o = profq(&["summarize", input.to_str().unwrap(), "--output", summary_path.to_str().unwrap()]);
+    assert!(o.status.success());
+    for intent in profq::summary::query::INTENTS {
+        let o = profq(&["query", intent.example, "--summary", summary_path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", intent.example, stderr(&o));
+        let a: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(a["query_type"], intent.query_type, "{}", intent.example);
+        let t = profq(&["query", intent.example, "--summary", summary_path.to_str().unwrap(), "--format", "table"]);
+        assert!(stdout(&t).starts_with(&format!("query_type: {}\n", intent.query_type)), "{}", stdout(&t));
+    }
+    let collectives = query(&input, "break down the collectives");
+    let kinds: Vec<&str> = collectives["results"].as_array().unwrap().iter().map(|c| c["collective"].as_str().unwrap()).collect();
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    let sql = profq(&["query", "top ops", input.to_str().unwrap(), "--show-sql"]);
+    assert!(stdout(&sql).contains("FROM ops WHERE run_id = 'input'"), "{}", stdout(&sql));
+    let stragglers = query(&input, "which device is the straggler?");
+    assert_eq!(stragglers["results"].as_array().unwrap().len(), 8);
+}
