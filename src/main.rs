@@ -5,6 +5,7 @@
 //! (including SQL refused as not read-only).
 
 use clap::{Parser, Subcommand};
+use profq::compare::{self, bundle, track, track::Thresholds, CompareOptions};
 use profq::engine::{queries, Engine};
 use profq::source::{self, SourceError};
 use profq::summary::{self, BreakdownMode, SummaryOptions};
@@ -119,6 +120,82 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         top_k: usize,
     },
+    /// Compare two runs: X is a store run id, a profile INPUT or a profile_summary.v1 file.
+    Compare {
+        #[arg(long)]
+        before: String,
+        #[arg(long)]
+        after: String,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        /// Exit 5 when the provenance checks fail (e.g. the same trace twice).
+        #[arg(long)]
+        strict_provenance: bool,
+        #[arg(long, value_enum, default_value = "json")]
+        format: CompareFormat,
+        #[arg(long, default_value_t = 5)]
+        warmup_steps: i64,
+    },
+    /// Compare and assess: a pass/warn/fail record, appended to a JSONL history.
+    Track {
+        #[arg(long)]
+        before: String,
+        #[arg(long)]
+        after: String,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long)]
+        history: Option<PathBuf>,
+        #[arg(long)]
+        output: Option<PathBuf>,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        #[arg(long)]
+        strict_provenance: bool,
+        #[arg(long, default_value_t = 5)]
+        warmup_steps: i64,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
+    /// Summarize a JSONL regression history.
+    History {
+        #[arg(long)]
+        history: PathBuf,
+        #[arg(long, default_value_t = 20)]
+        tail: usize,
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Summaries, comparison, track record and reports of a before/after pair, in one folder.
+    Bundle {
+        #[arg(long)]
+        before: String,
+        #[arg(long)]
+        after: String,
+        #[arg(long)]
+        output_dir: PathBuf,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        #[arg(long)]
+        history: Option<PathBuf>,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        #[arg(long)]
+        strict_provenance: bool,
+        #[arg(long, default_value_t = 5)]
+        warmup_steps: i64,
+        /// Write the manifest here and print only the path.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
     /// Describe the tables (all, or one).
     Schema {
         table: Option<String>,
@@ -126,6 +203,78 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+}
+
+#[derive(clap::Args, Clone, Debug)]
+struct ThresholdArgs {
+    #[arg(long, default_value_t = 5.0)]
+    max_step_median_regression_pct: f64,
+    #[arg(long, default_value_t = 10.0)]
+    max_step_p90_regression_pct: f64,
+    #[arg(long, default_value_t = 0.05)]
+    max_communication_share_regression_abs: f64,
+    #[arg(long, default_value_t = 0.05)]
+    max_stall_share_regression_abs: f64,
+}
+
+impl ThresholdArgs {
+    fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            max_step_median_regression_pct: self.max_step_median_regression_pct,
+            max_step_p90_regression_pct: self.max_step_p90_regression_pct,
+            max_communication_share_regression_abs: self.max_communication_share_regression_abs,
+            max_stall_share_regression_abs: self.max_stall_share_regression_abs,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum CompareFormat {
+    Json,
+    Table,
+    Md,
+}
+
+/// "How did X change across runs?": the trends of every run of the store, or one op's trend.
+async fn trend_answer(question: &str, store: PathBuf, format: AnswerFormat, show_sql: bool) -> ExitCode {
+    let engine = match Engine::open(&store).await {
+        Ok(e) => e,
+        Err(e) => return fail(4, e),
+    };
+    let target = summary::query::trend_target(question);
+    let (name, mut params) = match &target {
+        Some(op) => ("op_trend", BTreeMap::from([("op".to_string(), op.clone())])),
+        None => ("trends", BTreeMap::new()),
+    };
+    let sql = queries::find(name).and_then(|q| q.bind(&params).ok());
+    let rows = match engine.run_named(name, &params).await {
+        Ok(b) => render::rows(&b),
+        Err(e) => return fail(4, e),
+    };
+    params.clear();
+    let mut answer = serde_json::json!({"query_type": "trend", "question": question, "target": target, "analysis": name, "results": rows});
+    if show_sql {
+        answer["sql"] = serde_json::json!([{"query": name, "sql": sql}]);
+    }
+    match format {
+        AnswerFormat::Json => print!("{}", summary::to_json_text(&answer)),
+        AnswerFormat::Table => print!("{}", render::answer_table(&answer)),
+    }
+    ExitCode::SUCCESS
+}
+
+/// Loads both sides and compares them; Err is the exit code.
+async fn run_compare(before: &str, after: &str, store: Option<PathBuf>, top_k: usize, warmup_steps: i64, strict: bool) -> Result<serde_json::Value, ExitCode> {
+    let store = store.unwrap_or_else(profq::store::default_root);
+    let b = compare::load_side(before, &store).await.map_err(source_failure)?;
+    let a = compare::load_side(after, &store).await.map_err(source_failure)?;
+    let opts = CompareOptions { top_k, summary: SummaryOptions { warmup_steps, hot_op_limit: top_k.max(25), ..SummaryOptions::default() } };
+    let result = compare::compare(b, a, &opts).await.map_err(|e| fail(4, e))?;
+    if strict && result["provenance_checks"]["status"] == "fail" {
+        let msgs: Vec<String> = result["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(|m| m.as_str().map(str::to_string)).collect();
+        return Err(fail(5, format!("Provenance checks failed. {}", msgs.join(" "))));
+    }
+    Ok(result)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -284,7 +433,9 @@ fn main() -> ExitCode {
                     Ok(o) => o,
                     Err(e) => return source_failure(e),
                 };
-                params.insert("run_id".into(), opened.run_id.clone());
+                if queries::find(&name).is_some_and(|q| q.params().iter().any(|p| p.name == "run_id")) {
+                    params.insert("run_id".into(), opened.run_id.clone());
+                }
                 match opened.engine.run_named(&name, &params).await {
                     Ok(batches) => {
                         print!("{}", render::render(&batches, format));
@@ -315,6 +466,9 @@ fn main() -> ExitCode {
         }
         Command::Query { question, input, run, summary: summary_file, store, top_k, format, show_sql } => {
             let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
+            if summary::query::route(&question).is_some_and(|i| i.query_type == "trend") && input.is_none() && summary_file.is_none() {
+                return runtime().block_on(trend_answer(&question, store.unwrap_or_else(profq::store::default_root), format, show_sql));
+            }
             runtime().block_on(async {
                 let (doc, run_id) = match summary_of(input.as_deref(), run.as_deref(), summary_file.as_deref(), store, &opts).await {
                     Ok(d) => d,
@@ -349,6 +503,47 @@ fn main() -> ExitCode {
             match summary_of(input.as_deref(), run.as_deref(), summary_file.as_deref(), store, &opts).await {
                 Ok((doc, _)) => emit(&render::report::markdown(&doc, top_k), output.as_deref()),
                 Err(code) => code,
+            }
+        }),
+        Command::Compare { before, after, store, top_k, strict_provenance, format, warmup_steps } => runtime().block_on(async {
+            match run_compare(&before, &after, store, top_k, warmup_steps, strict_provenance).await {
+                Ok(result) => {
+                    match format {
+                        CompareFormat::Json => print!("{}", summary::to_json_text(&result)),
+                        CompareFormat::Table => print!("{}", render::answer_table(&result)),
+                        CompareFormat::Md => print!("{}", render::report::comparison_markdown(&result, top_k)),
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(code) => code,
+            }
+        }),
+        Command::Track { before, after, store, label, history, output, top_k, strict_provenance, warmup_steps, thresholds } => runtime().block_on(async {
+            let comparison = match run_compare(&before, &after, store, top_k, warmup_steps, strict_provenance).await {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let assessment = track::assess(&comparison, &thresholds.thresholds());
+            let record = track::record(&assessment, label.as_deref());
+            if let Some(h) = &history {
+                if let Err(e) = track::append_history(h, &record) {
+                    return fail(4, format!("{}: {e}", h.display()));
+                }
+            }
+            emit(&summary::to_json_text(&record), output.as_deref())
+        }),
+        Command::History { history, tail, output } => match track::summarize_history(&history, tail) {
+            Ok(h) => emit(&summary::to_json_text(&h), output.as_deref()),
+            Err(e) => fail(3, format!("{}: {e}", history.display())),
+        },
+        Command::Bundle { before, after, output_dir, store, history, label, top_k, strict_provenance, warmup_steps, output, thresholds } => runtime().block_on(async {
+            let store = store.unwrap_or_else(profq::store::default_root);
+            let opts = CompareOptions { top_k, summary: SummaryOptions { warmup_steps, hot_op_limit: top_k.max(25), ..SummaryOptions::default() } };
+            match bundle::write_bundle(&before, &after, &store, &output_dir, &opts, &thresholds.thresholds(), label.as_deref(), history.as_deref(), strict_provenance).await {
+                Ok(manifest) => emit(&summary::to_json_text(&manifest), output.as_deref()),
+                Err(bundle::BundleError::Source(e)) => source_failure(e),
+                Err(bundle::BundleError::Provenance(m)) => fail(5, m),
+                Err(bundle::BundleError::Other(m)) => fail(4, m),
             }
         }),
         Command::Schema { table, markdown } => {

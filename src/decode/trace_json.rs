@@ -67,6 +67,7 @@ struct State<'p> {
     base_time_ns: Option<i64>,
     saw_events_key: bool,
     key_ids: KeyIds,
+    device_kinds: Vec<String>,
 }
 
 struct KeyIds {
@@ -109,6 +110,7 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
         base_time_ns: None,
         saw_events_key: false,
         key_ids: KeyIds { name: name_key },
+        device_kinds: Vec::new(),
     };
     let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 20, reader));
     let de_result = TopSeed { state: &mut state }.deserialize(&mut de).and_then(|_| de.end());
@@ -118,7 +120,12 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
     if !state.saw_events_key {
         return Err("not a trace: JSON has no `traceEvents` array".into());
     }
-    let State { chunk, lines: _, line_list, process_names, thread_names, open_b, total, dropped_flows, unmatched_e, display_time_unit, base_time_ns, .. } = state;
+    let State { chunk, lines: _, line_list, process_names, thread_names, open_b, total, dropped_flows, unmatched_e, display_time_unit, base_time_ns, device_kinds, .. } = state;
+    for k in device_kinds {
+        if !capture.meta.device_kinds.contains(&k) {
+            capture.meta.device_kinds.push(k);
+        }
+    }
     let mut chunk = chunk;
 
     // Planes (one per pid) and lines (one per (pid, tid)), named by the M events.
@@ -261,6 +268,17 @@ impl<'de, 'a, 'p> Visitor<'de> for TopSeed<'a, 'p> {
                 }
                 "displayTimeUnit" => {
                     self.state.display_time_unit = map.next_value::<Option<String>>()?;
+                }
+                "deviceProperties" => {
+                    // Kineto: [{"id": 0, "name": "NVIDIA H100 80GB HBM3", ...}, ...]
+                    let props = map.next_value::<Option<Vec<serde_json::Value>>>()?.unwrap_or_default();
+                    for p in props {
+                        if let Some(name) = p.get("name").and_then(|n| n.as_str()) {
+                            if !self.state.device_kinds.iter().any(|k| k == name) {
+                                self.state.device_kinds.push(name.to_string());
+                            }
+                        }
+                    }
                 }
                 "baseTimeNanoseconds" => {
                     self.state.base_time_ns = map.next_value::<Option<serde_json::Number>>()?.and_then(|n| n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)));

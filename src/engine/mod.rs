@@ -65,20 +65,44 @@ impl Engine {
 
     /// An engine over one run held in memory (summaries of an INPUT without a store).
     pub fn from_tables(tables: &RunTables, run_id: &str) -> Result<Engine, QueryError> {
+        Engine::from_runs(&[(tables, run_id)])
+    }
+
+    /// An engine over several runs held in memory, each under its run id.
+    pub fn from_runs(runs: &[(&RunTables, &str)]) -> Result<Engine, QueryError> {
         use datafusion::arrow::array::{ArrayRef, StringArray};
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
         for t in schema::TABLES {
             let full = table_schema(t);
             let mut batches = Vec::new();
-            for b in tables.get(t.name).unwrap_or(&[]) {
-                let mut cols: Vec<ArrayRef> = b.columns().to_vec();
-                cols.push(Arc::new(StringArray::from(vec![run_id; b.num_rows()])));
-                batches.push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(e.to_string()))?);
+            for (tables, run_id) in runs {
+                for b in tables.get(t.name).unwrap_or(&[]) {
+                    let mut cols: Vec<ArrayRef> = b.columns().iter().take(full.fields().len() - 1).cloned().collect();
+                    cols.push(Arc::new(StringArray::from(vec![*run_id; b.num_rows()])));
+                    batches.push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
+                }
             }
             let mem = MemTable::try_new(full, vec![batches]).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
         Ok(Engine { ctx })
+    }
+
+    /// Every table of one run, as batches of the contract schema (run_id left out).
+    pub async fn run_tables(&self, run_id: &str) -> Result<RunTables, QueryError> {
+        let mut out = Vec::new();
+        for t in schema::TABLES {
+            let cols: Vec<String> = t.columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
+            let sql = format!("SELECT {} FROM {} WHERE run_id = '{}'", cols.join(", "), t.name, run_id.replace('\'', "''"));
+            let batches = self.sql(&sql).await?;
+            let contract = schema::arrow_schema(t);
+            let batches = batches
+                .into_iter()
+                .map(|b| RecordBatch::try_new(contract.clone(), b.columns().to_vec()).map_err(|e| QueryError(format!("{}: {e}", t.name))))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push((t.name, batches));
+        }
+        Ok(RunTables { tables: out })
     }
 
     /// Runs a named query with its parameters.

@@ -270,3 +270,64 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     let trimmed = o.trim_end().to_string();
     trimmed + "\n"
 }
+
+/// The markdown report of a comparison (profq compare --format md, bundle's compare.md).
+pub fn comparison_markdown(c: &Value, top_k: usize) -> String {
+    let k = top_k;
+    let mut o = String::new();
+    let _ = writeln!(o, "# Profile Comparison\n");
+    let _ = writeln!(o, "- Before: {}", known(&c["before_source"]));
+    let _ = writeln!(o, "- After: {}", known(&c["after_source"]));
+    let _ = writeln!(o, "- Comparison level: {}\n", known(&c["profq_comparison_level"]));
+    let p = &c["provenance_checks"];
+    let _ = writeln!(o, "## Provenance: {}\n", plain(&p["status"]));
+    for m in rows(&p["messages"], usize::MAX) {
+        let _ = writeln!(o, "- {}", plain(m));
+    }
+    let st = &c["step_time"];
+    let _ = writeln!(o, "\n## Step Time (Steady State)\n");
+    table(
+        &mut o,
+        &["Metric", "Before", "After", "Delta"],
+        vec![
+            vec!["Median".into(), dur(&st["steady_state_median_before"]), dur(&st["steady_state_median_after"]), dur(&st["steady_state_median_delta"])],
+            vec!["P90".into(), dur(&st["steady_state_p90_before"]), dur(&st["steady_state_p90_after"]), dur(&st["steady_state_p90_delta"])],
+        ],
+    );
+    let n = &c["profq_step_noise"];
+    if n.is_object() {
+        let _ = writeln!(o, "Verdict: **{}** (median delta {}, 95% CI [{}, {}], Mann-Whitney p = {}; {} vs {} steady steps)\n", plain(&n["verdict"]), dur(&n["median_delta"]), dur(&n["ci95_low"]), dur(&n["ci95_high"]), dur(&n["mann_whitney_p"]), plain(&n["n_before"]), plain(&n["n_after"]));
+    }
+    let _ = writeln!(o, "## Time Breakdown Share Delta\n");
+    let sd = &c["time_breakdown_share_delta"];
+    table(&mut o, &["Category", "Share Delta"], ["compute", "communication", "host", "stall", "other"].iter().map(|k| vec![k.to_string(), pct(&sd[*k])]).collect());
+    for (title, key) in [("Regressed Ops", "regressed_ops"), ("Improved Ops", "improved_ops")] {
+        let _ = writeln!(o, "## {title}\n");
+        table(&mut o, &["Op", "Before", "After", "Delta"], rows(&c[key], k).iter().map(|r| vec![name(&r["name"]), dur(&r["before"]), dur(&r["after"]), dur(&r["delta"])]).collect());
+    }
+    let ops = &c["profq_ops"];
+    if ops.is_object() {
+        for (title, key) in [("Ops That Disappeared", "disappeared"), ("Ops That Appeared", "appeared")] {
+            let list = rows(&ops[key], usize::MAX);
+            let _ = writeln!(o, "## {title} ({})\n", list.len());
+            table(
+                &mut o,
+                &["Op", "Scope", "Per Step Before", "Per Step After"],
+                list.iter().take(k).map(|r| vec![name(if r["name_before"].is_null() { &r["name_after"] } else { &r["name_before"] }), name(&r["scope_path"]), dur(&r["self_before_us"]), dur(&r["self_after_us"])]).collect(),
+            );
+        }
+        let _ = writeln!(o, "## Regions (per step)\n");
+        table(
+            &mut o,
+            &["Pass", "Region", "Before", "After", "Delta", "Delta %"],
+            rows(&c["profq_regions"], k).iter().map(|r| vec![plain(&r["pass"]), name(&r["path"]), dur(&r["before_us"]), dur(&r["after_us"]), dur(&r["delta_us"]), r["delta_pct"].as_f64().map_or("n/a".into(), |v| format!("{v:.2}%"))]).collect(),
+        );
+    }
+    let _ = writeln!(o, "## Semantic Families\n");
+    table(
+        &mut o,
+        &["Family", "Before", "After", "Delta", "Regression %"],
+        rows(&c["semantic_family_delta"], k).iter().map(|r| vec![plain(&r["family"]), dur(&r["exclusive_before"]), dur(&r["exclusive_after"]), dur(&r["exclusive_duration_delta"]), r["exclusive_regression_pct"].as_f64().map_or("n/a".into(), |v| format!("{v:.2}%"))]).collect(),
+    );
+    o.trim_end().to_string() + "\n"
+}

@@ -1,6 +1,6 @@
 //! Store: runs as a hive-partitioned Parquet dataset, written atomically.
 //!
-//! Layout: `<store>/<table>/run_id=<id>/part-0.parquet` (zstd). A run is staged whole in
+//! Layout: `<store>/<table>/run_id=<id>/part-<k>.parquet` (zstd; large tables in several parts). A run is staged whole in
 //! `<store>/.staging/<unique>/` and then renamed into place table by table, `runs` last:
 //! a run is visible only once its `runs` partition exists, and the next writer removes
 //! partitions left without one (a killed ingest) and stale staging directories. Writers
@@ -16,6 +16,9 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 pub const PART_FILE: &str = "part-0.parquet";
+
+/// Tables with at least this many rows are written as several part files in parallel.
+const PARALLEL_PART_ROWS: usize = 200_000;
 
 pub struct Store {
     pub root: PathBuf,
@@ -153,15 +156,24 @@ impl Store {
         );
         let dir = self.root.join(".staging").join(unique);
         fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // One file per part; a large table is split so its parts are written in parallel.
+        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let mut jobs: Vec<(PathBuf, &str, &[arrow::record_batch::RecordBatch])> = Vec::new();
+        for (name, batches) in &tables.tables {
+            let dir_of = dir.join(name).join(format!("run_id={run_id}"));
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            let parts = if rows >= PARALLEL_PART_ROWS { workers.min(batches.len()).max(1) } else { 1 };
+            let per_part = batches.len().div_ceil(parts).max(1);
+            let mut chunks: Vec<&[arrow::record_batch::RecordBatch]> = batches.chunks(per_part).collect();
+            if chunks.is_empty() {
+                chunks.push(&[]);
+            }
+            for (k, chunk) in chunks.into_iter().enumerate() {
+                jobs.push((dir_of.join(format!("part-{k}.parquet")), name, chunk));
+            }
+        }
         let results: Vec<Result<(), String>> = std::thread::scope(|s| {
-            let handles: Vec<_> = tables
-                .tables
-                .iter()
-                .map(|(name, batches)| {
-                    let path = dir.join(name).join(format!("run_id={run_id}"));
-                    s.spawn(move || write_parquet(&path, name, batches))
-                })
-                .collect();
+            let handles: Vec<_> = jobs.iter().map(|(path, name, batches)| s.spawn(move || write_parquet(path, name, batches))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("writer thread panicked".into()))).collect()
         });
         let staged = Staged { dir, run_id: run_id.to_string() };
@@ -198,10 +210,10 @@ impl Staged {
     }
 }
 
-fn write_parquet(dir: &Path, table: &str, batches: &[arrow::record_batch::RecordBatch]) -> Result<(), String> {
+fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::RecordBatch]) -> Result<(), String> {
+    let dir = path.parent().expect("part files live in a partition directory");
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let path = dir.join(PART_FILE);
-    let file = File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
         .set_max_row_group_row_count(Some(1 << 20))

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: &str = "profile_summary.v1";
 
 /// Top-level keys profq adds to the reference schema.
-pub const PROFQ_KEYS: &[&str] = &["profq_collectives", "profq_device_idle", "profq_per_device", "profq_recompilation", "profq_regions_by_pass", "profq_tiny_kernels", "profq_transfers", "profq_version"];
+pub const PROFQ_KEYS: &[&str] = &["profq_collectives", "profq_device_idle", "profq_per_device", "profq_producer", "profq_recompilation", "profq_regions_by_pass", "profq_tiny_kernels", "profq_transfers", "profq_version"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BreakdownMode {
@@ -50,7 +50,9 @@ pub type Row = Map<String, Value>;
 impl Analyst<'_> {
     pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
         let mut p: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        p.insert("run_id".into(), self.run_id.to_string());
+        if crate::engine::queries::find(query).is_some_and(|q| q.params().iter().any(|p| p.name == "run_id")) {
+            p.insert("run_id".into(), self.run_id.to_string());
+        }
         let batches = self.engine.run_named(query, &p).await?;
         Ok(crate::render::rows(&batches))
     }
@@ -97,7 +99,8 @@ pub fn flop_proxy(signature: &str) -> Option<f64> {
     (best > 0.0 && best.is_finite()).then_some(best)
 }
 
-fn iso_utc(epoch_ns: i64) -> String {
+/// ISO-8601 UTC with microseconds and a `Z` suffix.
+pub fn iso_utc(epoch_ns: i64) -> String {
     let secs = epoch_ns.div_euclid(1_000_000_000);
     let micros = epoch_ns.rem_euclid(1_000_000_000) / 1000;
     let days = secs.div_euclid(86_400);
@@ -327,6 +330,7 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
         "hierarchical_regions": hierarchical_regions,
         "gap_region_contexts": gap_region_contexts,
         "profq_version": env!("CARGO_PKG_VERSION"),
+        "profq_producer": {"jax_version": text(&run, "jax_version"), "jaxlib_version": text(&run, "jaxlib_version"), "device_kinds": device_kinds},
         "profq_collectives": profq_collectives,
         "profq_regions_by_pass": profq_regions_by_pass,
         "profq_per_device": profq_per_device,

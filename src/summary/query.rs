@@ -20,6 +20,7 @@ const COMM: &[&str] = &["comm", "communication", "collective", "collectives", "a
 
 /// In matching order.
 pub const INTENTS: &[Intent] = &[
+    Intent { query_type: "trend", all_of: &[&["change", "changed", "changes", "trend", "trends", "evolve", "evolved", "moved", "move"], &["runs", "across", "over", "history", "captures"]], queries: &["trends", "op_trend"], example: "How did fusion.3 change across runs?" },
     Intent { query_type: "top_ops", all_of: &[&["top", "hot", "hottest", "slowest", "expensive", "costliest", "heaviest"], OPS], queries: &["hot_ops"], example: "What are the top 10 ops by exclusive time?" },
     Intent { query_type: "compute_vs_communication", all_of: &[COMM, &["compute", "dominating", "dominant", "dominates", "dominate", "worst", "vs", "versus"]], queries: &["time_breakdown", "collectives_by_kind"], example: "Is comm or compute dominating? Which collective is worst?" },
     Intent { query_type: "pre_op_gap", all_of: &[&["gap", "gaps", "idle", "waiting", "wait"], &["before"]], queries: &["pre_op_gaps", "gap_contexts"], example: "What is the gap before fusion.3?" },
@@ -71,6 +72,19 @@ pub fn target_after(question: &str, word: &str) -> Option<String> {
         from = end;
     }
     None
+}
+
+/// What a trend question asks about: the text between "did"/"has"/"of" and "change"/"evolve"…
+/// (`how did fusion.3 change across runs` → `fusion.3`); None means the run-level metrics.
+pub fn trend_target(question: &str) -> Option<String> {
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let end = words.iter().position(|w| ["change", "changed", "changes", "trend", "evolve", "evolved", "moved", "move"].contains(&w.trim_matches(|c: char| !c.is_alphanumeric())))?;
+    let start = words[..end].iter().rposition(|w| ["did", "has", "have", "does", "of", "is"].contains(w)).map_or(0, |k| k + 1);
+    let target: Vec<&str> = words[start..end].iter().copied().filter(|w| !["the", "op", "ops", "time", "self"].contains(w)).collect();
+    let target = target.join(" ").trim_matches(|c: char| "`\"'?.!,".contains(c)).to_string();
+    let metric = ["", "step", "steps", "step time", "metric", "metrics", "it", "things", "performance", "everything"];
+    (!metric.contains(&target.as_str())).then_some(target)
 }
 
 /// The first op-like token (`name.N`) of a question.
@@ -198,6 +212,9 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
             out.insert("result".into(), json!("unsupported_from_trace_only"));
             out.insert("explanation".into(), json!("Deciding memory- vs compute-bound needs hardware counters or a roofline (FLOPs and bytes per op with the device's peaks); a timeline alone cannot tell. ops.flops and ops.bytes_accessed hold the cost model where the profile has it (TPU)."));
         }
+        "trend" => {
+            out.insert("hint".into(), json!("Trends read every run of a store: ask with --store (and no INPUT/--summary)."));
+        }
         "comparison_hint" => {
             out.insert("hint".into(), json!("Use `profq compare --before X --after Y` to compare two runs, profiles or summaries."));
         }
@@ -262,6 +279,7 @@ mod tests {
         assert_eq!(qt("hello there"), "unrecognized");
         assert_eq!(qt("is anything recompiling?"), "recompilation");
         assert_eq!(qt("which device is the straggler"), "stragglers");
+        assert_eq!(qt("how did the step time change across runs?"), "trend");
     }
 
     #[test]
@@ -269,5 +287,7 @@ mod tests {
         assert_eq!(target_after("what is the gap before `iota.296`?", "before").as_deref(), Some("iota.296"));
         assert_eq!(target_after("show context for op copy.1", "for").as_deref(), Some("copy.1"));
         assert_eq!(op_token("why is copy.1 slow"), Some("copy.1".into()));
+        assert_eq!(trend_target("How did fusion.3 change across runs?").as_deref(), Some("fusion.3"));
+        assert_eq!(trend_target("how did step time change across runs"), None);
     }
 }

@@ -1,0 +1,59 @@
+//! Bundle: one before/after pair → both summaries, the comparison, the track record, both
+//! reports and a comparison report in one folder, plus a manifest (reference §6.5).
+
+use super::track::{self, Thresholds};
+use super::{compare_with_summaries, load_side, CompareOptions};
+use crate::source::SourceError;
+use serde_json::{json, Value};
+use std::path::Path;
+
+pub enum BundleError {
+    Source(SourceError),
+    /// `--strict-provenance` and the checks failed: nothing was written.
+    Provenance(String),
+    Other(String),
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn write_bundle(
+    before: &str,
+    after: &str,
+    store: &Path,
+    output_dir: &Path,
+    opts: &CompareOptions,
+    thresholds: &Thresholds,
+    label: Option<&str>,
+    history: Option<&Path>,
+    strict_provenance: bool,
+) -> Result<Value, BundleError> {
+    let b = load_side(before, store).await.map_err(BundleError::Source)?;
+    let a = load_side(after, store).await.map_err(BundleError::Source)?;
+    let (comparison, sb, sa) = compare_with_summaries(b, a, opts).await.map_err(|e| BundleError::Other(e.to_string()))?;
+    if strict_provenance && comparison["provenance_checks"]["status"] == "fail" {
+        let msgs: Vec<&str> = comparison["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        return Err(BundleError::Provenance(format!("Provenance checks failed. {}", msgs.join(" "))));
+    }
+    let assessment = track::assess(&comparison, thresholds);
+    let record = track::record(&assessment, label);
+    std::fs::create_dir_all(output_dir).map_err(|e| BundleError::Other(format!("{}: {e}", output_dir.display())))?;
+    let files = [
+        ("before_summary_path", "before.summary.json", crate::summary::to_json_text(&sb)),
+        ("after_summary_path", "after.summary.json", crate::summary::to_json_text(&sa)),
+        ("comparison_path", "compare.json", crate::summary::to_json_text(&comparison)),
+        ("tracking_path", "track.json", crate::summary::to_json_text(&record)),
+        ("before_report_path", "before.report.md", crate::render::report::markdown(&sb, opts.top_k)),
+        ("after_report_path", "after.report.md", crate::render::report::markdown(&sa, opts.top_k)),
+        ("comparison_report_path", "compare.md", crate::render::report::comparison_markdown(&comparison, opts.top_k)),
+    ];
+    let mut manifest = json!({"output_dir": output_dir.display().to_string(), "status": assessment["status"]});
+    for (key, name, text) in files {
+        let path = output_dir.join(name);
+        std::fs::write(&path, text).map_err(|e| BundleError::Other(format!("{}: {e}", path.display())))?;
+        manifest[key] = json!(path.display().to_string());
+    }
+    if let Some(h) = history {
+        track::append_history(h, &record).map_err(|e| BundleError::Other(format!("{}: {e}", h.display())))?;
+        manifest["history_path"] = json!(h.display().to_string());
+    }
+    Ok(manifest)
+}

@@ -1,0 +1,316 @@
+//! Compare: two runs (store run ids, profile INPUTs or summary files) → the reference's
+//! comparison (§6.1) plus profq's full-table comparison and step-noise verdict; `track`
+//! turns it into a pass/warn/fail record (§6.2–6.4).
+
+pub mod bundle;
+pub mod stats;
+pub mod track;
+
+use crate::engine::{Engine, QueryError};
+use crate::source::SourceError;
+use crate::summary::{self, Analyst, SummaryOptions};
+use crate::tables::RunTables;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// One side of a comparison.
+pub enum Side {
+    /// A profile_summary.v1 document: only the reference's summary-level comparison.
+    Summary { doc: Value },
+    /// Full tables of a run (a store run, or an INPUT decoded in memory).
+    Tables { tables: RunTables, source_path: String, run_id: Option<String> },
+}
+
+fn is_summary_file(p: &Path) -> Option<Value> {
+    let name = p.file_name()?.to_string_lossy().to_string();
+    if !name.ends_with(".json") || name.ends_with(".trace.json") {
+        return None;
+    }
+    let text = std::fs::read_to_string(p).ok()?;
+    let doc: Value = serde_json::from_str(&text).ok()?;
+    (doc["schema_version"] == summary::SCHEMA_VERSION).then_some(doc)
+}
+
+/// Resolves X: an existing summary file, an existing profile path, else a run id in `store`.
+pub async fn load_side(spec: &str, store: &Path) -> Result<Side, SourceError> {
+    let path = Path::new(spec);
+    if path.exists() {
+        if let Some(doc) = is_summary_file(path) {
+            return Ok(Side::Summary { doc });
+        }
+        let tables = crate::ingest::load_tables(path, "side", &[]).map_err(SourceError::Ingest)?;
+        return Ok(Side::Tables { tables, source_path: spec.to_string(), run_id: None });
+    }
+    let st = crate::store::Store::open(store);
+    if !st.run_exists(spec) {
+        return Err(SourceError::NoRun(format!("{spec:?} is neither a file nor a run in {} (runs: {})", store.display(), st.run_ids().join(", "))));
+    }
+    let engine = Engine::open(store).await.map_err(SourceError::Query)?;
+    let tables = engine.run_tables(spec).await.map_err(SourceError::Query)?;
+    let runs = engine.sql(&format!("SELECT source_path FROM runs WHERE run_id = '{}'", spec.replace('\'', "''"))).await.map_err(SourceError::Query)?;
+    let source_path = crate::render::rows(&runs).first().and_then(|r| r["source_path"].as_str().map(str::to_string)).unwrap_or_default();
+    Ok(Side::Tables { tables, source_path, run_id: Some(spec.to_string()) })
+}
+
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    pub top_k: usize,
+    pub summary: SummaryOptions,
+}
+
+fn f(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+fn delta(b: Option<f64>, a: Option<f64>) -> Value {
+    match (b, a) {
+        (Some(b), Some(a)) => json!(a - b),
+        _ => Value::Null,
+    }
+}
+
+pub fn pct_delta(b: Option<f64>, a: Option<f64>) -> Value {
+    match (b, a) {
+        (Some(b), Some(a)) if b > 0.0 => json!((a - b) / b * 100.0),
+        _ => Value::Null,
+    }
+}
+
+fn ratio(b: Option<f64>, a: Option<f64>) -> Value {
+    match (b, a) {
+        (Some(b), Some(a)) if b > 0.0 => json!(a / b),
+        _ => Value::Null,
+    }
+}
+
+/// Provenance checks of §6.1, plus profq's: producer versions, device kinds and counts.
+fn provenance(b: &Value, a: &Value) -> Value {
+    let mut status = "pass";
+    let mut messages: Vec<String> = Vec::new();
+    let (sb, sa) = (&b["trace_provenance"]["trace_sha256"], &a["trace_provenance"]["trace_sha256"]);
+    let warn = |status: &mut &str| {
+        if *status == "pass" {
+            *status = "warn";
+        }
+    };
+    if sb.is_string() && sb == sa {
+        status = "fail";
+        messages.push("Before and after have identical trace content (same trace_sha256).".into());
+    }
+    if b["source_path"].is_string() && b["source_path"] == a["source_path"] {
+        warn(&mut status);
+        messages.push("Before and after come from the same source path.".into());
+    }
+    let (rb, ra) = (&b["run_metadata"]["run_id"], &a["run_metadata"]["run_id"]);
+    if rb.is_string() && rb == ra {
+        warn(&mut status);
+        messages.push("Before and after have the same run id.".into());
+    }
+    if b["run_metadata"]["artifact_ref"].is_string() && b["run_metadata"]["artifact_ref"] == a["run_metadata"]["artifact_ref"] {
+        warn(&mut status);
+        messages.push("Before and after come from the same artifact.".into());
+    }
+    if !sb.is_string() || !sa.is_string() {
+        warn(&mut status);
+        messages.push("A trace_sha256 is missing, so identical inputs cannot be ruled out.".into());
+    }
+    for (key, what) in [("jax_version", "JAX versions"), ("jaxlib_version", "jaxlib versions")] {
+        let (x, y) = (&b["profq_producer"][key], &a["profq_producer"][key]);
+        if x.is_string() && y.is_string() && x != y {
+            warn(&mut status);
+            messages.push(format!("Producer {what} differ: {} vs {}.", x.as_str().unwrap(), y.as_str().unwrap()));
+        }
+    }
+    let (hb, ha) = (&b["run_metadata"]["hardware_type"], &a["run_metadata"]["hardware_type"]);
+    if hb.is_string() && ha.is_string() && hb != ha {
+        warn(&mut status);
+        messages.push(format!("Device kinds differ: {} vs {}.", hb.as_str().unwrap(), ha.as_str().unwrap()));
+    }
+    let (db, da) = (&b["run_metadata"]["num_devices"], &a["run_metadata"]["num_devices"]);
+    if db.is_number() && da.is_number() && db != da {
+        warn(&mut status);
+        messages.push(format!("Device counts differ: {db} vs {da}."));
+    }
+    json!({
+        "status": status, "messages": messages,
+        "before_trace_sha256": sb, "after_trace_sha256": sa, "before_run_id": rb, "after_run_id": ra,
+    })
+}
+
+fn class_rows(doc: &Value) -> Vec<Value> {
+    doc["step_time"]["classes"].as_array().into_iter().flatten().map(|c| json!({
+        "name": c["name"], "count": c["count"], "fraction_of_steady": c["fraction_of_steady"],
+        "median_duration": c["duration_stats"]["median"], "p90_duration": c["duration_stats"]["p90"],
+        "representative_step": c["representative_step"], "representative_duration": c["representative_duration"],
+        "periodicity": c["periodicity"],
+    })).collect()
+}
+
+fn by_key<'a>(list: &'a Value, key: &str) -> std::collections::BTreeMap<String, &'a Value> {
+    list.as_array().into_iter().flatten().filter_map(|e| e[key].as_str().map(|k| (k.to_string(), e))).collect()
+}
+
+/// The reference's summary-level comparison (§6.1).
+pub fn compare_summaries(b: &Value, a: &Value, top_k: usize) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("before_source".into(), b["source_path"].clone());
+    out.insert("after_source".into(), a["source_path"].clone());
+    out.insert("provenance_checks".into(), provenance(b, a));
+    let st = |d: &Value, k: &str| f(&d["step_time"]["steady_state_steps"][k]);
+    out.insert("step_time".into(), json!({
+        "steady_state_median_before": st(b, "median"), "steady_state_median_after": st(a, "median"),
+        "steady_state_median_delta": delta(st(b, "median"), st(a, "median")),
+        "steady_state_p90_before": st(b, "p90"), "steady_state_p90_after": st(a, "p90"),
+        "steady_state_p90_delta": delta(st(b, "p90"), st(a, "p90")),
+    }));
+    let (cb, ca) = (class_rows(b), class_rows(a));
+    let mut names: Vec<String> = cb.iter().chain(&ca).filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
+    names.sort();
+    names.dedup();
+    let find = |rows: &[Value], n: &str| rows.iter().find(|c| c["name"] == n).cloned().unwrap_or(Value::Null);
+    let class_delta: Vec<Value> = names.iter().map(|n| {
+        let (x, y) = (find(&cb, n), find(&ca, n));
+        json!({"name": n, "count_before": x["count"], "count_after": y["count"], "fraction_before": x["fraction_of_steady"],
+               "fraction_after": y["fraction_of_steady"], "median_before": x["median_duration"], "median_after": y["median_duration"],
+               "median_delta": delta(f(&x["median_duration"]), f(&y["median_duration"])),
+               "median_regression_pct": pct_delta(f(&x["median_duration"]), f(&y["median_duration"]))})
+    }).collect();
+    out.insert("step_classes".into(), json!({"before": cb, "after": ca, "delta": class_delta}));
+    let mut shares = Map::new();
+    for k in ["compute", "communication", "host", "stall", "other"] {
+        shares.insert(k.into(), delta(f(&b["time_breakdown"][k]["share_of_total"]), f(&a["time_breakdown"][k]["share_of_total"])));
+    }
+    out.insert("time_breakdown_share_delta".into(), Value::Object(shares));
+    let (fb, fa) = (by_key(&b["semantic_families"], "family"), by_key(&a["semantic_families"], "family"));
+    let mut fams: Vec<&String> = fb.keys().chain(fa.keys()).collect();
+    fams.sort();
+    fams.dedup();
+    let families: Vec<Value> = fams.iter().map(|fam| {
+        let (x, y) = (fb.get(*fam).copied().unwrap_or(&Value::Null), fa.get(*fam).copied().unwrap_or(&Value::Null));
+        let (eb, ea) = (f(&x["exclusive_duration"]).or(Some(0.0)), f(&y["exclusive_duration"]).or(Some(0.0)));
+        let (wb, wa) = (f(&x["flop_proxy_total"]), f(&y["flop_proxy_total"]));
+        let time_ratio = ratio(eb, ea);
+        let work_ratio = ratio(wb, wa);
+        let efficiency = match (f(&time_ratio), f(&work_ratio)) {
+            (Some(t), Some(w)) if w > 0.0 => json!(t / w),
+            _ => Value::Null,
+        };
+        json!({"family": fam, "exclusive_before": eb, "exclusive_after": ea, "exclusive_duration_delta": delta(eb, ea),
+               "exclusive_regression_pct": pct_delta(eb, ea), "flop_proxy_total_before": wb, "flop_proxy_total_after": wa,
+               "flop_proxy_ratio": work_ratio.clone(), "time_per_flop_proxy_before": x["time_per_flop_proxy"],
+               "time_per_flop_proxy_after": y["time_per_flop_proxy"],
+               "time_per_flop_regression_pct": pct_delta(f(&x["time_per_flop_proxy"]), f(&y["time_per_flop_proxy"])),
+               "time_ratio": time_ratio, "work_ratio": work_ratio, "efficiency_ratio": efficiency,
+               "example_before": x["example_op"], "example_after": y["example_op"],
+               "shape_signature_before": x["dominant_shape_signature"], "shape_signature_after": y["dominant_shape_signature"]})
+    }).collect();
+    out.insert("semantic_family_delta".into(), Value::Array(families));
+    let (ob, oa) = (by_key(&b["hot_ops"], "name"), by_key(&a["hot_ops"], "name"));
+    let mut ops: Vec<(String, f64, f64)> = Vec::new();
+    let mut all: Vec<&String> = ob.keys().chain(oa.keys()).collect();
+    all.sort();
+    all.dedup();
+    for n in all {
+        let x = ob.get(n).and_then(|o| f(&o["exclusive_duration"])).unwrap_or(0.0);
+        let y = oa.get(n).and_then(|o| f(&o["exclusive_duration"])).unwrap_or(0.0);
+        ops.push((n.clone(), x, y));
+    }
+    let (reg, imp) = split_ops(ops, top_k);
+    out.insert("regressed_ops".into(), reg);
+    out.insert("improved_ops".into(), imp);
+    out
+}
+
+/// (regressed, improved) op lists: {name, before, after, delta}, largest changes first, ties by name.
+fn split_ops(ops: Vec<(String, f64, f64)>, k: usize) -> (Value, Value) {
+    let mut reg: Vec<&(String, f64, f64)> = ops.iter().filter(|o| o.2 - o.1 > 0.0).collect();
+    reg.sort_by(|x, y| (y.2 - y.1).total_cmp(&(x.2 - x.1)).then(x.0.cmp(&y.0)));
+    let mut imp: Vec<&(String, f64, f64)> = ops.iter().filter(|o| o.2 - o.1 < 0.0).collect();
+    imp.sort_by(|x, y| (x.2 - x.1).total_cmp(&(y.2 - y.1)).then(x.0.cmp(&y.0)));
+    let row = |o: &&(String, f64, f64)| json!({"name": o.0, "before": o.1, "after": o.2, "delta": o.2 - o.1});
+    (Value::Array(reg.iter().take(k).map(row).collect()), Value::Array(imp.iter().take(k).map(row).collect()))
+}
+
+/// Compares two sides. Both with tables: full-table op/region deltas per step and the
+/// step-noise verdict are added, and regressed/improved ops come from the full tables.
+pub async fn compare(before: Side, after: Side, opts: &CompareOptions) -> Result<Value, QueryError> {
+    Ok(compare_with_summaries(before, after, opts).await?.0)
+}
+
+/// [`compare`], also returning the two summaries it compared.
+pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOptions) -> Result<(Value, Value, Value), QueryError> {
+    match (before, after) {
+        (Side::Tables { tables: tb, source_path: pb, run_id: rb }, Side::Tables { tables: ta, source_path: pa, run_id: ra }) => {
+            let engine = Engine::from_runs(&[(&tb, "before"), (&ta, "after")])?;
+            let mut sb = summary::summarize(&engine, "before", &pb, &opts.summary).await?;
+            let mut sa = summary::summarize(&engine, "after", &pa, &opts.summary).await?;
+            sb["run_metadata"]["run_id"] = json!(rb);
+            sa["run_metadata"]["run_id"] = json!(ra);
+            let mut out = compare_summaries(&sb, &sa, opts.top_k);
+            let an = Analyst { engine: &engine, run_id: "before" };
+            let params = [("before_run", "before".to_string()), ("after_run", "after".to_string())];
+            let ops = an.rows("compare_ops", &params).await?;
+            let us = |r: &crate::summary::Row, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1000.0;
+            let named: Vec<(String, f64, f64)> = ops
+                .iter()
+                .map(|r| {
+                    let name = r.get("name_after").and_then(Value::as_str).or_else(|| r.get("name_before").and_then(Value::as_str)).unwrap_or("").to_string();
+                    (name, us(r, "self_before_ns"), us(r, "self_after_ns"))
+                })
+                .collect();
+            let (reg, imp) = split_ops(named, opts.top_k);
+            out.insert("regressed_ops".into(), reg);
+            out.insert("improved_ops".into(), imp);
+            let to_us = |rows: &[crate::summary::Row], keys: &[&str]| -> Vec<Value> {
+                rows.iter().map(|r| {
+                    let mut m = r.clone();
+                    for k in keys {
+                        if let Some(v) = r.get(*k).and_then(Value::as_f64) {
+                            m.insert(k.replace("_ns", "_us"), json!(v / 1000.0));
+                            m.remove(*k);
+                        }
+                    }
+                    Value::Object(m)
+                }).collect()
+            };
+            let kinds = |kind: &str| ops.iter().filter(|r| r.get("match_kind").and_then(Value::as_str) == Some(kind)).cloned().collect::<Vec<_>>();
+            let time_keys = ["self_before_ns", "self_after_ns", "delta_ns"];
+            out.insert("profq_ops".into(), json!({
+                "basis": "op self time per step over the full op tables (µs per step)",
+                "changed": to_us(&ops.iter().filter(|r| matches!(r.get("match_kind").and_then(Value::as_str), Some("name") | Some("canonical+scope"))).take(opts.top_k).cloned().collect::<Vec<_>>(), &time_keys),
+                "appeared": to_us(&kinds("appeared"), &time_keys),
+                "disappeared": to_us(&kinds("disappeared"), &time_keys),
+                "matched_by_name": kinds("name").len(),
+                "matched_by_canonical_and_scope": kinds("canonical+scope").len(),
+            }));
+            let regions = an.rows("compare_regions", &params).await?;
+            out.insert("profq_regions".into(), json!(to_us(&regions.into_iter().take(opts.top_k).collect::<Vec<_>>(), &["before_ns", "after_ns", "delta_ns"])));
+            let warmup = ("warmup_steps", opts.summary.warmup_steps.to_string());
+            let steady = |rows: Vec<crate::summary::Row>| rows.iter().filter(|r| r.get("warmup").and_then(Value::as_bool) == Some(false)).map(|r| us(r, "dur_ns")).collect::<Vec<f64>>();
+            let db = steady(Analyst { engine: &engine, run_id: "before" }.rows("step_durations", &[warmup.clone()]).await?);
+            let da = steady(Analyst { engine: &engine, run_id: "after" }.rows("step_durations", &[warmup]).await?);
+            out.insert("profq_step_noise".into(), stats::step_verdict(&db, &da));
+            out.insert("profq_comparison_level".into(), json!("tables"));
+            Ok((Value::Object(out), sb, sa))
+        }
+        (before, after) => {
+            let sb = side_summary(before, opts).await?;
+            let sa = side_summary(after, opts).await?;
+            let mut out = compare_summaries(&sb, &sa, opts.top_k);
+            out.insert("profq_comparison_level".into(), json!("summary"));
+            Ok((Value::Object(out), sb, sa))
+        }
+    }
+}
+
+async fn side_summary(side: Side, opts: &CompareOptions) -> Result<Value, QueryError> {
+    match side {
+        Side::Summary { doc } => Ok(doc),
+        Side::Tables { tables, source_path, run_id } => {
+            let engine = Engine::from_tables(&tables, "side")?;
+            let mut doc = summary::summarize(&engine, "side", &source_path, &opts.summary).await?;
+            doc["run_metadata"]["run_id"] = json!(run_id);
+            Ok(doc)
+        }
+    }
+}
