@@ -63,6 +63,7 @@ struct State<'p> {
     total: i64,
     dropped_flows: i64,
     unmatched_e: i64,
+    bad_times: i64,
     display_time_unit: Option<String>,
     base_time_ns: Option<i64>,
     saw_events_key: bool,
@@ -106,6 +107,7 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
         total: 0,
         dropped_flows: 0,
         unmatched_e: 0,
+        bad_times: 0,
         display_time_unit: None,
         base_time_ns: None,
         saw_events_key: false,
@@ -120,7 +122,7 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
     if !state.saw_events_key {
         return Err("not a trace: JSON has no `traceEvents` array".into());
     }
-    let State { chunk, lines: _, line_list, process_names, thread_names, open_b, total, dropped_flows, unmatched_e, display_time_unit, base_time_ns, device_kinds, .. } = state;
+    let State { chunk, lines: _, line_list, process_names, thread_names, open_b, total, dropped_flows, unmatched_e, bad_times, display_time_unit, base_time_ns, device_kinds, .. } = state;
     for k in device_kinds {
         if !capture.meta.device_kinds.contains(&k) {
             capture.meta.device_kinds.push(k);
@@ -203,6 +205,9 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
     }
     if unmatched_e > 0 {
         capture.meta.quality_warnings.push(format!("{unmatched_e} E events have no matching B event (dropped)"));
+    }
+    if bad_times > 0 {
+        capture.meta.quality_warnings.push(format!("{bad_times} events have no usable time (missing, non-numeric or out of range ts) and were dropped"));
     }
     if dropped_flows > 0 {
         capture.meta.quality_warnings.push(format!("{dropped_flows} flow/async/object events not kept (correlation stays in args)"));
@@ -636,20 +641,29 @@ impl<'p> State<'p> {
                 }
             }
             b'X' | b'i' | b'I' | b'C' => {
-                let Some(ts) = ev.ts_ns else { return };
+                let Some(ts) = ev.ts_ns else {
+                    self.bad_times += 1;
+                    return;
+                };
                 let dur = if ev.ph == b'X' { ev.dur_ns.unwrap_or(0).max(0) } else { 0 };
                 let line = self.line_of(pid, tid);
                 let keys: Vec<u32> = self.arg_keys[ev.args_start..self.arg_used].to_vec();
                 self.push(line, ev.name, ev.cat, ts, dur, ev.args_start, &keys);
             }
             b'B' => {
-                let Some(ts) = ev.ts_ns else { return };
+                let Some(ts) = ev.ts_ns else {
+                    self.bad_times += 1;
+                    return;
+                };
                 let keys = self.arg_keys[ev.args_start..self.arg_used].to_vec();
                 let values = self.arg_values[ev.args_start..self.arg_used].to_vec();
                 self.open_b.entry((pid, tid)).or_default().push(OpenB { name: ev.name, cat: ev.cat, ts_ns: ts, keys, values });
             }
             b'E' => {
-                let Some(ts) = ev.ts_ns else { return };
+                let Some(ts) = ev.ts_ns else {
+                    self.bad_times += 1;
+                    return;
+                };
                 let Some(open) = self.open_b.get_mut(&(pid.clone(), tid.clone())).and_then(|s| s.pop()) else {
                     self.unmatched_e += 1;
                     return;
