@@ -17,10 +17,14 @@
 --   compile_ns         union of their intervals (wall time spent compiling)
 --   compile_share      compile_ns / step_dur_ns
 --   example            the longest compile event's name (ties: name)
-WITH compiles AS (
-  SELECT host, start_ns, start_ns + dur_ns AS end_ns, dur_ns, CAST(name AS VARCHAR) AS name
-  FROM events
-  WHERE run_id = {{run_id}} AND dur_ns > 0 AND regexp_like(lower(CAST(name AS VARCHAR)), 'compile')
+WITH compile_names AS (
+  SELECT name FROM (SELECT DISTINCT CAST(name AS VARCHAR) AS name FROM events WHERE run_id = {{run_id}}) n
+  WHERE regexp_like(lower(name), 'compile')
+),
+compiles AS (
+  SELECT e.host, e.start_ns, e.start_ns + e.dur_ns AS end_ns, e.dur_ns, c.name
+  FROM events e JOIN compile_names c ON c.name = CAST(e.name AS VARCHAR)
+  WHERE e.run_id = {{run_id}} AND e.dur_ns > 0
 ),
 host_steps AS (SELECT host, step, start_ns, end_ns, dur_ns FROM steps WHERE run_id = {{run_id}} AND device IS NULL),
 placed AS (

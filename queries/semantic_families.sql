@@ -23,15 +23,20 @@
 --   example_op             the family's op with the most self time (ties: name)
 --   dominant_shape         most common shape in the family (ties: smallest text)
 --   distinct_ops           distinct op names
+-- The rules run once per distinct (op, scope, opcode, kind), then apply to every execution.
 WITH o AS (
-  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, dur_ns, self_ns, CAST(shape AS VARCHAR) AS shape,
-         lower(regexp_replace(regexp_replace(CAST(hlo_op AS VARCHAR), '^%', ''), '\.[0-9]+$', '') || ' ' || coalesce(CAST(tf_op AS VARCHAR), '')) AS text,
-         lower(CAST(hlo_op AS VARCHAR)) AS lname,
-         CAST(opcode AS VARCHAR) AS opcode, collective_kind
+  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, coalesce(CAST(tf_op AS VARCHAR), '') AS tf_op, coalesce(CAST(opcode AS VARCHAR), '') AS opcode,
+         coalesce(CAST(collective_kind AS VARCHAR), '') AS collective_kind, dur_ns, self_ns, CAST(shape AS VARCHAR) AS shape
   FROM ops WHERE run_id = {{run_id}}
 ),
-f AS (
-  SELECT hlo_op, dur_ns, self_ns, shape,
+kinds AS (
+  SELECT DISTINCT hlo_op, tf_op, opcode, collective_kind,
+         lower(regexp_replace(regexp_replace(hlo_op, '^%', ''), '\.[0-9]+$', '') || ' ' || tf_op) AS text,
+         lower(hlo_op) AS lname
+  FROM o
+),
+classes AS (
+  SELECT hlo_op, tf_op, opcode, collective_kind,
     CASE
       WHEN regexp_like(text, 'splash_mha|splash_attention') THEN 'attention_splash'
       WHEN regexp_like(text, 'flash_attention|fused_attention|fa4_cute') THEN 'attention_flash'
@@ -43,13 +48,18 @@ f AS (
       WHEN regexp_like(text, 'causalselfattention|apply_rotary_embedding|(^|/)attention(/|$)') THEN 'attention_dense'
       WHEN regexp_like(text, 'densemlp|(^|/)mlp(/|$)') THEN 'dense_mlp'
       WHEN regexp_like(text, 'rmsnorm|gatednorm|layernorm|layer_norm|jit\(silu\)|(^|/)ln[0-9_]*(/|$)') THEN 'norm_gating'
-      WHEN collective_kind IS NOT NULL THEN 'collective'
+      WHEN collective_kind <> '' THEN 'collective'
       WHEN opcode = 'fusion' OR regexp_like(lname, '(^|[^a-z])fusion([^a-z]|$)') THEN 'fusion'
       WHEN regexp_like(lname, '^%?copy([.-]|$)') THEN 'copy'
       WHEN regexp_like(text, 'convert_element_type') OR opcode = 'convert' THEN 'convert'
       ELSE 'other'
     END AS family
-  FROM o
+  FROM kinds
+),
+f AS (
+  SELECT o.hlo_op, o.dur_ns, o.self_ns, o.shape, c.family
+  FROM o JOIN classes c ON c.hlo_op = o.hlo_op
+    AND c.tf_op = o.tf_op AND c.opcode = o.opcode AND c.collective_kind = o.collective_kind
 ),
 grand AS (SELECT sum(self_ns) AS g FROM f),
 examples AS (

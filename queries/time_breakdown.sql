@@ -15,16 +15,24 @@
 --   category        compute | communication | host | stall | other (always all five, in this order)
 --   total_ns        summed exclusive time
 --   share_of_total  total_ns / sum over categories (0 when empty)
-WITH classified AS (
+-- Name patterns are tested once per distinct name, then joined back to the events.
+WITH names AS (
+  SELECT name,
+         regexp_like(lower(name), '(^|[^a-z])(wait|await|barrier|semaphore|acquire|idle|blocked|sleep)|donation holds') AS is_stall,
+         regexp_like(lower(name), 'all-reduce|all_reduce|allreduce|all-gather|all_gather|allgather|reduce-scatter|reduce_scatter|reducescatter|all-to-all|alltoall|collective|permute|psum|nccl|rccl|send|recv') AS is_comm
+  FROM (SELECT DISTINCT CAST(name AS VARCHAR) AS name FROM events WHERE run_id = {{run_id}}) d
+),
+classified AS (
   SELECT e.self_ns,
          CASE
            WHEN o.event_id IS NOT NULL THEN CAST(o.category AS VARCHAR)
-           WHEN regexp_like(lower(CAST(e.name AS VARCHAR)), '(^|[^a-z])(wait|await|barrier|semaphore|acquire|idle|blocked|sleep)|donation holds') THEN 'stall'
+           WHEN n.is_stall THEN 'stall'
            WHEN e.device IS NULL THEN 'host'
-           WHEN regexp_like(lower(CAST(e.name AS VARCHAR)), 'all-reduce|all_reduce|allreduce|all-gather|all_gather|allgather|reduce-scatter|reduce_scatter|reducescatter|all-to-all|alltoall|collective|permute|psum|nccl|rccl|send|recv') THEN 'communication'
+           WHEN n.is_comm THEN 'communication'
            ELSE 'compute'
          END AS category
   FROM events e
+  LEFT JOIN names n ON n.name = CAST(e.name AS VARCHAR)
   LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
   WHERE e.run_id = {{run_id}} AND e.line <> 'Steps'
 ),

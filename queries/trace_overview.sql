@@ -15,11 +15,15 @@
 --   num_hosts             hosts in the run
 --   num_devices           devices that ran ops
 --   suspected_truncation  runs.suspected_truncation
-WITH e AS (
-  SELECT count(DISTINCT CAST(host AS VARCHAR) || '|' || CAST(plane AS VARCHAR)) AS num_processes,
-         count(DISTINCT CAST(host AS VARCHAR) || '|' || CAST(plane AS VARCHAR) || '|' || CAST(line AS VARCHAR)) AS num_threads,
-         min(start_ns) AS profile_start_ns, max(start_ns + dur_ns) AS profile_end_ns
-  FROM events WHERE run_id = {{run_id}}
+WITH lines AS (
+  SELECT host, plane, line, min(start_ns) AS s, max(start_ns + dur_ns) AS e
+  FROM events WHERE run_id = {{run_id}} GROUP BY host, plane, line
+),
+planes AS (SELECT DISTINCT host, plane FROM lines),
+e AS (
+  SELECT (SELECT count(*) FROM planes) AS num_processes, count(*) AS num_threads,
+         min(s) AS profile_start_ns, max(e) AS profile_end_ns
+  FROM lines
 )
 SELECT r.num_events_total, r.num_complete_events, e.num_processes, e.num_threads, e.profile_start_ns, e.profile_end_ns,
        array_length(r.hosts) AS num_hosts, r.num_devices, r.suspected_truncation

@@ -17,14 +17,20 @@
 --   avg_ns         total_ns / count
 --   bytes          summed `bytes`/`size`/`bytes_transferred` args where present
 --   example        the longest event's name (ties: name)
-WITH t AS (
-  SELECT e.event_id, e.parent_id, CAST(e.name AS VARCHAR) AS name, lower(CAST(e.name AS VARCHAR)) AS lname,
-         e.dur_ns, e.device IS NOT NULL AS on_device,
+-- Names are classified once per distinct (name, category), then joined back to the events.
+WITH names AS (
+  SELECT DISTINCT CAST(name AS VARCHAR) AS name, CAST(category AS VARCHAR) AS category FROM events WHERE run_id = {{run_id}}
+),
+matching AS (
+  SELECT name, category FROM names
+  WHERE category = 'gpu_memcpy'
+     OR regexp_like(lower(name), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get')
+),
+t AS (
+  SELECT e.event_id, e.parent_id, m.name, lower(m.name) AS lname, e.dur_ns, e.device IS NOT NULL AS on_device,
          coalesce(try_cast(e.args['bytes'] AS BIGINT), try_cast(e.args['size'] AS BIGINT), try_cast(e.args['bytes_transferred'] AS BIGINT)) AS bytes
-  FROM events e
+  FROM events e JOIN matching m ON m.name = CAST(e.name AS VARCHAR) AND (m.category IS NOT DISTINCT FROM CAST(e.category AS VARCHAR))
   WHERE e.run_id = {{run_id}}
-    AND (CAST(e.category AS VARCHAR) = 'gpu_memcpy'
-         OR regexp_like(lower(CAST(e.name AS VARCHAR)), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get'))
 ),
 outer_ AS (SELECT t.* FROM t LEFT JOIN t p ON p.event_id = t.parent_id WHERE p.event_id IS NULL),
 dir AS (

@@ -39,6 +39,14 @@ impl std::fmt::Display for IngestError {
     }
 }
 
+/// With PROFQ_TIMING set, prints how long each ingest stage took (for profiling, on stderr).
+fn stage_done(stage: &str, since: &mut std::time::Instant) {
+    if std::env::var_os("PROFQ_TIMING").is_some() {
+        eprintln!("profq: timing: {stage}: {:.3} s", since.elapsed().as_secs_f64());
+    }
+    *since = std::time::Instant::now();
+}
+
 fn progress(msg: &str) {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K{msg}");
@@ -81,7 +89,9 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
             return Err(IngestError::Usage(format!("invalid label {k:?}={v:?}: keys must be non-empty, no control characters")));
         }
     }
+    let mut clock = std::time::Instant::now();
     let (mut loaded, name_hint) = load(input)?;
+    stage_done("decode", &mut clock);
     let store = Store::open(&opts.store_root);
     let store_err = |e: std::io::Error| IngestError::Store(format!("{}: {e}", opts.store_root.display()));
 
@@ -102,8 +112,10 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
     };
     progress(&format!("profq: building tables ({} events)", loaded.capture.num_events()));
     let built = tables::build(&mut loaded.capture, &info).map_err(|e| IngestError::Store(format!("building tables: {e}")))?;
+    stage_done("tables", &mut clock);
     progress("profq: writing parquet");
     let staged = store.stage(&built, &provisional).map_err(IngestError::Store)?;
+    stage_done("parquet", &mut clock);
 
     let _lock = store.lock().map_err(store_err)?;
     store.clean_up();

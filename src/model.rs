@@ -5,7 +5,7 @@
 //! String per event: names are pool ids, stat values that are not typed columns are
 //! appended to one byte buffer per chunk. The tables stage turns a Capture into Arrow.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Sentinel for "no string" in id columns.
 pub const NO_STR: u32 = u32::MAX;
@@ -97,6 +97,8 @@ pub struct EventChunk {
     pub step: Vec<i64>,
     pub correlation_id: Vec<i64>,
     pub device_ordinal: Vec<i64>,
+    /// `_src` stat: the C++ source file of the TraceMe (on nearly every CPU event).
+    pub src: Vec<u32>,
     /// args of event i are entries arg_offsets[i]..arg_offsets[i+1].
     pub arg_offsets: Vec<u32>,
     pub arg_key: Vec<u32>,
@@ -143,7 +145,7 @@ impl EventChunk {
         }
         let remap: Vec<u32> =
             (0..self.local_strings.len() as u32).map(|i| pool.intern(self.local_strings.get(i).unwrap())).collect();
-        for col in [&mut self.name, &mut self.display_name, &mut self.category, &mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.arg_key] {
+        for col in [&mut self.name, &mut self.display_name, &mut self.category, &mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.src, &mut self.arg_key] {
             for id in col.iter_mut() {
                 if *id != NO_STR && *id & LOCAL_TAG != 0 {
                     *id = remap[(*id & !LOCAL_TAG) as usize];
@@ -234,6 +236,7 @@ impl EventChunk {
         take(&mut self.step, order);
         take(&mut self.correlation_id, order);
         take(&mut self.device_ordinal, order);
+        take(&mut self.src, order);
         let mut offsets = vec![0u32];
         let mut keys = Vec::with_capacity(self.arg_key.len());
         let mut value_offsets = vec![0u32];

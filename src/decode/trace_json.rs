@@ -715,6 +715,7 @@ impl<'p> State<'p> {
         c.step.push(NULL_I64);
         c.correlation_id.push(NULL_I64);
         c.device_ordinal.push(NULL_I64);
+        c.src.push(NO_STR);
         let i = c.len() - 1;
         for (j, &key) in keys.iter().enumerate() {
             let value = &self.arg_values[args_start + j];
@@ -724,6 +725,7 @@ impl<'p> State<'p> {
                 "hlo_op" => c.hlo_op[i] = self.pool.intern(value),
                 "hlo_module" => c.hlo_module[i] = self.pool.intern(value),
                 "tf_op" => c.tf_op[i] = self.pool.intern(value),
+                "_src" => c.src[i] = self.pool.intern(value),
                 "program_id" if int().is_some() => c.program_id[i] = int().unwrap(),
                 "step_num" if int().is_some() => c.step[i] = int().unwrap(),
                 "correlation_id" | "correlation" if int().is_some() => c.correlation_id[i] = int().unwrap(),

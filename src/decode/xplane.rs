@@ -17,6 +17,7 @@ enum Role {
     HloOp,
     HloModule,
     TfOp,
+    Src,
     ProgramId,
     Step,
     CorrelationId,
@@ -33,6 +34,7 @@ fn role_of(name: &str) -> Role {
         "step_num" => Role::Step,
         "correlation_id" => Role::CorrelationId,
         "device_ordinal" => Role::DeviceOrdinal,
+        "_src" => Role::Src,
         _ => Role::Arg,
     }
 }
@@ -535,6 +537,7 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
             chunk.step.push(NULL_I64);
             chunk.correlation_id.push(NULL_I64);
             chunk.device_ordinal.push(NULL_I64);
+            chunk.src.push(NO_STR);
             let i = chunk.len() - 1;
             seen.clear();
             let inline = &stat_slices[..nstats.min(16)];
@@ -564,7 +567,7 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
 #[inline]
 fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue, pool: &StringPool, scratch: &mut String) {
     match info.role {
-        Role::HloOp | Role::HloModule | Role::TfOp => {
+        Role::HloOp | Role::HloModule | Role::TfOp | Role::Src => {
             let id = match value {
                 StatValue::Pooled(id) => id,
                 StatValue::Str(s) => chunk.local(s),
@@ -577,6 +580,7 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
             let col = match info.role {
                 Role::HloOp => &mut chunk.hlo_op,
                 Role::HloModule => &mut chunk.hlo_module,
+                Role::Src => &mut chunk.src,
                 _ => &mut chunk.tf_op,
             };
             col[i] = id;

@@ -11,7 +11,8 @@ use arrow::array::{Array, StringArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -214,11 +215,20 @@ fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::Recor
     let dir = path.parent().expect("part files live in a partition directory");
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let props = WriterProperties::builder()
+    let contract = schema::table(table).expect("known table");
+    // Dictionary pages only where values repeat (name columns, arg keys): building one for
+    // unique numbers is wasted work. Chunk-level statistics are enough for pruning.
+    let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
         .set_max_row_group_row_count(Some(1 << 20))
-        .build();
-    let schema = schema::arrow_schema(schema::table(table).expect("known table"));
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_dictionary_enabled(false);
+    for c in contract.columns.iter().filter(|c| c.ty == schema::Col::Name) {
+        props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
+    }
+    props = props.set_column_dictionary_enabled(ColumnPath::from(vec!["args".to_string(), "entries".to_string(), "key".to_string()]), true);
+    let props = props.build();
+    let schema = schema::arrow_schema(contract);
     let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| format!("{table}: {e}"))?;
     for b in batches {
         w.write(b).map_err(|e| format!("{table}: {e}"))?;

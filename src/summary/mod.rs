@@ -53,7 +53,11 @@ impl Analyst<'_> {
         if crate::engine::queries::find(query).is_some_and(|q| q.params().iter().any(|p| p.name == "run_id")) {
             p.insert("run_id".into(), self.run_id.to_string());
         }
+        let t0 = std::time::Instant::now();
         let batches = self.engine.run_named(query, &p).await?;
+        if std::env::var_os("PROFQ_TIMING").is_some() {
+            eprintln!("profq: timing: query {query}: {:.3} s", t0.elapsed().as_secs_f64());
+        }
         Ok(crate::render::rows(&batches))
     }
 }

@@ -5,6 +5,7 @@
 //! collectives are classified, and how steps and overlap are computed.
 
 use crate::model::*;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 
 /// One device-op execution (a row of the `ops` table, in pool ids).
@@ -27,7 +28,8 @@ pub struct Op {
     pub hlo_category: u32,
     pub collective_kind: Option<&'static str>,
     pub tf_op: u32,
-    pub region_path: Option<String>,
+    /// Index into [`Derived::strings`], or NO_STR.
+    pub region_path: u32,
     pub pass: &'static str,
     pub step: i64,
     pub start_ns: i64,
@@ -36,7 +38,8 @@ pub struct Op {
     pub dur_ps: i64,
     pub shape: u32,
     pub shape_bytes: Option<i64>,
-    pub source: Option<String>,
+    /// Index into [`Derived::strings`], or NO_STR.
+    pub source: u32,
     pub flops: Option<f64>,
     pub bytes_accessed: Option<f64>,
     pub is_async: bool,
@@ -89,7 +92,40 @@ pub struct Gap {
     pub gap_ns: i64,
 }
 
+/// Strings made by the derivation (region paths, `file:line` sources), by index.
+#[derive(Default)]
+pub struct LocalStrings {
+    pub values: Vec<String>,
+    index: FxHashMap<String, u32>,
+}
+
+impl LocalStrings {
+    fn intern(&mut self, s: String) -> u32 {
+        if let Some(&id) = self.index.get(&s) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.index.insert(s.clone(), id);
+        self.values.push(s);
+        id
+    }
+    pub fn get(&self, id: u32) -> Option<&str> {
+        self.values.get(id as usize).map(String::as_str)
+    }
+}
+
+/// Per-value results reused across ops: classification, scope, device and source strings.
+#[derive(Default)]
+struct OpCaches {
+    class: FxHashMap<(u32, u32), (Option<&'static str>, &'static str)>,
+    scope: FxHashMap<u32, (u32, &'static str)>,
+    cpu_device: FxHashMap<i64, u32>,
+    source: FxHashMap<(u32, i32), u32>,
+    strings: LocalStrings,
+}
+
 pub struct Derived {
+    pub strings: LocalStrings,
     pub ops: Vec<Op>,
     pub gaps: Vec<Gap>,
     pub steps: Vec<Step>,
@@ -415,6 +451,7 @@ pub fn derive(capture: &mut Capture) -> Derived {
 
     // Ops.
     let mut ops = Vec::new();
+    let mut caches = OpCaches::default();
     for (ci, chunk) in capture.chunks.iter().enumerate() {
         for i in 0..chunk.len() {
             let line = &capture.lines[chunk.line[i] as usize];
@@ -427,7 +464,7 @@ pub fn derive(capture: &mut Capture) -> Derived {
             if !is_op {
                 continue;
             }
-            ops.push(make_op(capture, &pool_ids, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
+            ops.push(make_op(capture, &pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
         }
     }
 
@@ -453,27 +490,40 @@ pub fn derive(capture: &mut Capture) -> Derived {
 
     fill_step_activity(&mut steps, &ops);
 
-    // Regions.
-    let mut regions: BTreeMap<(&'static str, String), Region> = BTreeMap::new();
+    // Regions: totals per distinct (pass, path) first, then rolled up to every prefix.
+    let mut leaves: FxHashMap<(&'static str, u32), Region> = FxHashMap::default();
     for op in &ops {
-        let Some(path) = &op.region_path else { continue };
+        if op.region_path == NO_STR {
+            continue;
+        }
+        let r = leaves.entry((op.pass, op.region_path)).or_default();
+        r.op_count += 1;
+        r.exclusive_ns += op.self_ns;
+        if !r.devices.contains(&op.device) {
+            r.devices.push(op.device);
+        }
+    }
+    let mut regions: BTreeMap<(&'static str, String), Region> = BTreeMap::new();
+    for ((pass, path_id), leaf) in &leaves {
+        let path = caches.strings.get(*path_id).unwrap_or("");
         let comps = split_scope(path);
         for k in 1..=comps.len() {
-            let prefix = comps[..k].join("/");
-            let r = regions.entry((op.pass, prefix)).or_default();
-            r.op_count += 1;
-            r.inclusive_ns += op.self_ns;
+            let r = regions.entry((*pass, comps[..k].join("/"))).or_default();
+            r.op_count += leaf.op_count;
+            r.inclusive_ns += leaf.exclusive_ns;
             if k == comps.len() {
-                r.exclusive_ns += op.self_ns;
+                r.exclusive_ns += leaf.exclusive_ns;
             }
-            if !r.devices.contains(&op.device) {
-                r.devices.push(op.device);
+            for d in &leaf.devices {
+                if !r.devices.contains(d) {
+                    r.devices.push(*d);
+                }
             }
         }
     }
 
     let gaps = find_gaps(capture, &ops);
-    Derived { ops, gaps, steps, collectives, regions, chunk_base }
+    Derived { strings: caches.strings, ops, gaps, steps, collectives, regions, chunk_base }
 }
 
 /// Canonical op name: leading `%` and one trailing `.<digits>` removed (`fusion.12` → `fusion`).
@@ -571,6 +621,7 @@ fn is_op_event(capture: &Capture, chunk: &EventChunk, i: usize, line: &Line) -> 
 fn make_op(
     capture: &Capture,
     ids: &PoolIds,
+    caches: &mut OpCaches,
     chunk: &EventChunk,
     ci: usize,
     i: usize,
@@ -602,18 +653,21 @@ fn make_op(
     let instr = capture.hlo.find(program_id, hlo_module, hlo_op);
     let opcode = instr.map_or(NO_STR, |h| h.opcode);
     let opcode_text = capture.str(opcode);
-    let name_text = capture.str(hlo_op).unwrap_or("");
-    let collective_kind = match opcode_text {
-        Some(oc) => collective_kind_of_opcode(oc),
-        None => collective_kind_of_name(name_text),
-    };
-    let category = if collective_kind.is_some() {
-        "communication"
-    } else if is_stall(name_text) {
-        "stall"
-    } else {
-        "compute"
-    };
+    let (collective_kind, category) = *caches.class.entry((hlo_op, opcode)).or_insert_with(|| {
+        let name_text = capture.str(hlo_op).unwrap_or("");
+        let kind = match opcode_text {
+            Some(oc) => collective_kind_of_opcode(oc),
+            None => collective_kind_of_name(name_text),
+        };
+        let category = if kind.is_some() {
+            "communication"
+        } else if is_stall(name_text) {
+            "stall"
+        } else {
+            "compute"
+        };
+        (kind, category)
+    });
 
     // Scope path: tf_op (or the `name` stat when tf_op is the generic module), else HLO op_name.
     let mut tf_op = chunk.tf_op[i];
@@ -627,18 +681,27 @@ fn make_op(
     if capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
         tf_op = instr.map_or(NO_STR, |h| h.op_name);
     }
-    let (region_path, pass) = capture.str(tf_op).map_or((None, "other"), scope_of);
+    let OpCaches { scope, strings, cpu_device, source: sources, .. } = caches;
+    let (region_path, pass) = *scope.entry(tf_op).or_insert_with(|| match capture.str(tf_op).map(scope_of) {
+        Some((Some(path), pass)) => (strings.intern(path), pass),
+        Some((None, pass)) => (NO_STR, pass),
+        None => (NO_STR, "other"),
+    });
     let device = if plane.kind == PlaneKind::Device {
         plane.device
     } else {
         let ordinal = if chunk.device_ordinal[i] == NULL_I64 { 0 } else { chunk.device_ordinal[i] };
-        capture.strings.lookup(&format!("CPU:{ordinal}")).unwrap_or(NO_STR)
+        *cpu_device.entry(ordinal).or_insert_with(|| capture.strings.lookup(&format!("CPU:{ordinal}")).unwrap_or(NO_STR))
     };
     let line_name = capture.str(line.name).unwrap_or("");
     let is_async = line_name.contains("Async") || opcode_text.is_some_and(|o| o.ends_with("-start") || o.ends_with("-done") || o.ends_with("-update"));
-    let source = instr
-        .and_then(|h| capture.str(h.source_file).map(|f| if h.source_line > 0 { format!("{f}:{}", h.source_line) } else { f.to_string() }))
-        .or_else(|| arg(chunk, i, ids.source).map(str::to_string));
+    let source = match instr.filter(|h| h.source_file != NO_STR) {
+        Some(h) => *sources.entry((h.source_file, h.source_line)).or_insert_with(|| {
+            let f = capture.str(h.source_file).unwrap_or("");
+            strings.intern(if h.source_line > 0 { format!("{f}:{}", h.source_line) } else { f.to_string() })
+        }),
+        None => arg(chunk, i, ids.source).map_or(NO_STR, |s| strings.intern(s.to_string())),
+    };
     let num = |key| arg(chunk, i, key).and_then(|v| v.trim().parse::<f64>().ok());
     // The device's own measurement wins over the host-aligned timeline span (as in XProf).
     let device_ps = num(ids.device_duration_ps).filter(|d| *d >= 0.0 && *d < 9.0e18).map(|ps| ps as i64);

@@ -41,16 +41,28 @@ impl RunTables {
 type Result<T> = std::result::Result<T, arrow::error::ArrowError>;
 
 pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
+    let t0 = std::time::Instant::now();
     let derived = derive::derive(capture);
+    if std::env::var_os("PROFQ_TIMING").is_some() {
+        eprintln!("profq: timing: derive: {:.3} s", t0.elapsed().as_secs_f64());
+    }
     let capture = &*capture;
     let mut tables = Vec::new();
     tables.push(("runs", vec![runs_batch(capture, &derived, info)?]));
-    let mut events = Vec::new();
-    for (ci, chunk) in capture.chunks.iter().enumerate() {
-        if !chunk.is_empty() {
-            events.push(events_batch(capture, chunk, derived.chunk_base[ci])?);
-        }
-    }
+    // One batch per decoded chunk, built in parallel.
+    let events: Vec<RecordBatch> = std::thread::scope(|s| {
+        let handles: Vec<_> = capture
+            .chunks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.is_empty())
+            .map(|(ci, chunk)| {
+                let base = derived.chunk_base[ci];
+                s.spawn(move || events_batch(capture, chunk, base))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("events batch builder panicked")).collect::<Result<Vec<_>>>()
+    })?;
     tables.push(("events", events));
     tables.push(("ops", vec![ops_batch(capture, &derived)?]));
     tables.push(("regions", vec![regions_batch(&derived)?]));
@@ -79,6 +91,7 @@ fn runs_batch(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<Re
     devices.sort_unstable();
     devices.dedup();
     let labels = vec![info.labels.clone()];
+    let (launch_ids, source_hints) = provenance_hints(capture);
     batch(
         "runs",
         vec![
@@ -97,11 +110,38 @@ fn runs_batch(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<Re
             Arc::new(StringArray::from(vec![m.jaxlib_version.clone()])),
             text_list(&[m.device_kinds.clone()]),
             i64s([devices.len() as i64].into_iter()),
+            text_list(&[launch_ids]),
+            text_list(&[source_hints]),
             Arc::new(StringArray::from(vec![m.display_time_unit.clone()])),
             i64s([info.ingested_at_ns].into_iter()),
             Arc::new(StringArray::from(vec![env!("CARGO_PKG_VERSION")])),
         ],
     )
+}
+
+/// The 20 most frequent `run_id` values and source hints among every event's args.
+fn provenance_hints(capture: &Capture) -> (Vec<String>, Vec<String>) {
+    let key = |k: &str| capture.strings.lookup(k).unwrap_or(NO_STR);
+    let run_id = key("run_id");
+    let sources = [key("source"), key("source_file"), key("file_name")];
+    let mut runs: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    let mut hints: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    for c in &capture.chunks {
+        for j in 0..c.arg_key.len() {
+            let k = c.arg_key[j];
+            if k == run_id {
+                *runs.entry(c.arg_value(j)).or_default() += 1;
+            } else if sources.contains(&k) {
+                *hints.entry(c.arg_value(j)).or_default() += 1;
+            }
+        }
+    }
+    let top = |m: rustc_hash::FxHashMap<&str, usize>| {
+        let mut v: Vec<(&str, usize)> = m.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        v.into_iter().take(20).map(|(s, _)| s.to_string()).collect::<Vec<_>>()
+    };
+    (top(runs), top(hints))
 }
 
 fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBatch> {
@@ -161,6 +201,7 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
             nullable_i64s(c.step.iter().copied()),
             nullable_i64s(c.correlation_id.iter().copied()),
             nullable_i64s(c.device_ordinal.iter().copied()),
+            dict.encode(c.src.iter().copied()),
             args,
         ],
     )
@@ -173,14 +214,12 @@ fn static_dict<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
 fn ops_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let ops = &d.ops;
-    let mut region_paths = StringDictionaryBuilder::<arrow::datatypes::Int32Type>::new();
-    for o in ops {
-        region_paths.append_option(o.region_path.as_deref());
-    }
-    let mut sources = StringDictionaryBuilder::<arrow::datatypes::Int32Type>::new();
-    for o in ops {
-        sources.append_option(o.source.as_deref());
-    }
+    let local = |ids: &mut dyn Iterator<Item = u32>| -> ArrayRef {
+        let keys: Int32Array = ids.map(|id| (id != NO_STR).then_some(id as i32)).collect();
+        Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, Arc::new(StringArray::from_iter_values(d.strings.values.iter()))).expect("local string ids are in range"))
+    };
+    let region_paths = local(&mut ops.iter().map(|o| o.region_path));
+    let sources = local(&mut ops.iter().map(|o| o.source));
     batch(
         "ops",
         vec![
@@ -197,7 +236,7 @@ fn ops_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
             dict.encode(ops.iter().map(|o| o.hlo_category)),
             static_dict(ops.iter().map(|o| o.collective_kind)),
             dict.encode(ops.iter().map(|o| o.tf_op)),
-            Arc::new(region_paths.finish()),
+            region_paths,
             static_dict(ops.iter().map(|o| Some(o.pass))),
             nullable_i64s(ops.iter().map(|o| o.step)),
             i64s(ops.iter().map(|o| o.start_ns)),
@@ -205,7 +244,7 @@ fn ops_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
             i64s(ops.iter().map(|o| o.self_ns)),
             i64s(ops.iter().map(|o| o.dur_ps)),
             dict.encode(ops.iter().map(|o| o.shape)),
-            Arc::new(sources.finish()),
+            sources,
             Arc::new(ops.iter().map(|o| o.flops).collect::<Float64Array>()),
             Arc::new(ops.iter().map(|o| o.bytes_accessed).collect::<Float64Array>()),
             Arc::new(ops.iter().map(|o| Some(o.is_async)).collect::<BooleanArray>()),
