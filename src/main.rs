@@ -45,6 +45,7 @@ enum Command {
     },
     /// Run a read-only SQL query over every table of the store (all runs).
     Sql {
+        #[arg(allow_hyphen_values = true)]
         query: String,
         #[arg(long)]
         store: Option<PathBuf>,
@@ -56,13 +57,8 @@ enum Command {
     /// Run a named analysis on a run of the store or on a profile INPUT (decoded in memory).
     Run {
         name: String,
-        /// Profile to analyse without a store (dir, .xplane.pb, trace JSON).
-        input: Option<PathBuf>,
-        /// Run id in the store.
-        #[arg(long = "run")]
-        run: Option<String>,
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
         /// KEY=VALUE query parameter (repeatable); see `profq queries NAME`.
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
@@ -71,11 +67,8 @@ enum Command {
     },
     /// Build the profile_summary.v1 JSON of a run or of a profile INPUT (decoded in memory).
     Summarize {
-        input: Option<PathBuf>,
-        #[arg(long = "run")]
-        run: Option<String>,
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
         /// Write the JSON here and print only the path.
         #[arg(long)]
         output: Option<PathBuf>,
@@ -90,14 +83,11 @@ enum Command {
     /// Answer a question about a run ("what are the top ops?", "is comm dominating?", ...).
     Query {
         question: String,
-        input: Option<PathBuf>,
-        #[arg(long = "run")]
-        run: Option<String>,
+        #[command(flatten)]
+        source: SourceArgs,
         /// A profile_summary.v1 JSON to answer from.
         #[arg(long)]
         summary: Option<PathBuf>,
-        #[arg(long)]
-        store: Option<PathBuf>,
         #[arg(long, default_value_t = 10)]
         top_k: usize,
         #[arg(long, value_enum, default_value = "json")]
@@ -108,13 +98,10 @@ enum Command {
     },
     /// Markdown root-cause report of a run, a profile INPUT or a summary JSON.
     Report {
-        input: Option<PathBuf>,
-        #[arg(long = "run")]
-        run: Option<String>,
+        #[command(flatten)]
+        source: SourceArgs,
         #[arg(long)]
         summary: Option<PathBuf>,
-        #[arg(long)]
-        store: Option<PathBuf>,
         #[arg(long)]
         output: Option<PathBuf>,
         #[arg(long, default_value_t = 10)]
@@ -205,6 +192,28 @@ enum Command {
     },
 }
 
+/// Where an analysis reads its run: a profile INPUT (decoded in memory) or `--run ID` of a store.
+#[derive(clap::Args, Clone, Debug)]
+struct SourceArgs {
+    /// Profile to analyse without a store (log dir, session dir, .xplane.pb, trace JSON).
+    input: Option<PathBuf>,
+    /// Run id in the store.
+    #[arg(long = "run")]
+    run: Option<String>,
+    /// Store directory [default: $PROFQ_STORE, else ./profq-store].
+    #[arg(long)]
+    store: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    fn store(&self) -> PathBuf {
+        self.store.clone().unwrap_or_else(profq::store::default_root)
+    }
+    fn source(&self) -> Result<source::Source, ExitCode> {
+        source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store()).map_err(|e| fail(2, e))
+    }
+}
+
 #[derive(clap::Args, Clone, Debug)]
 struct ThresholdArgs {
     #[arg(long, default_value_t = 5.0)]
@@ -284,9 +293,9 @@ enum AnswerFormat {
 }
 
 /// A summary from `--summary FILE`, or computed from a run or INPUT. Err is the exit code.
-async fn summary_of(input: Option<&std::path::Path>, run: Option<&str>, summary_file: Option<&std::path::Path>, store: Option<PathBuf>, opts: &SummaryOptions) -> Result<(serde_json::Value, Option<String>), ExitCode> {
+async fn summary_of(src: &SourceArgs, summary_file: Option<&std::path::Path>, opts: &SummaryOptions) -> Result<(serde_json::Value, Option<String>), ExitCode> {
     if let Some(file) = summary_file {
-        if input.is_some() || run.is_some() {
+        if src.input.is_some() || src.run.is_some() {
             return Err(fail(2, "give one of INPUT, --run or --summary"));
         }
         let text = std::fs::read_to_string(file).map_err(|e| fail(3, format!("{}: {e}", file.display())))?;
@@ -296,9 +305,7 @@ async fn summary_of(input: Option<&std::path::Path>, run: Option<&str>, summary_
         }
         return Ok((doc, None));
     }
-    let store = store.unwrap_or_else(profq::store::default_root);
-    let source = source::from_args(input, run, &store).map_err(|e| fail(2, e))?;
-    let opened = source::open(&source).await.map_err(source_failure)?;
+    let opened = source::open(&src.source()?).await.map_err(source_failure)?;
     let doc = summary::summarize(&opened.engine, &opened.run_id, &opened.source_path, opts).await.map_err(|e| fail(4, e))?;
     Ok((doc, Some(opened.run_id)))
 }
@@ -415,28 +422,37 @@ fn main() -> ExitCode {
                 None => fail(2, format!("no query {n:?}; `profq queries` lists them")),
             },
         },
-        Command::Run { name, input, run, store, params, format } => {
-            let store = store.unwrap_or_else(profq::store::default_root);
-            let source = match source::from_args(input.as_deref(), run.as_deref(), &store) {
-                Ok(s) => s,
-                Err(e) => return fail(2, e),
+        Command::Run { name, source, params, format } => {
+            let Some(query) = queries::find(&name) else {
+                return fail(2, format!("no query {name:?}; `profq queries` lists them"));
             };
             let mut params = match key_values(&params, "--param") {
                 Ok(p) => p,
                 Err(e) => return fail(2, e),
             };
-            if queries::find(&name).is_none() {
-                return fail(2, format!("no query {name:?}; `profq queries` lists them"));
-            }
+            let per_run = query.params().iter().any(|p| p.name == "run_id");
             runtime().block_on(async {
-                let opened = match source::open(&source).await {
-                    Ok(o) => o,
-                    Err(e) => return source_failure(e),
+                // Queries over several runs (trends, comparisons) read the whole store.
+                let engine = if !per_run && source.input.is_none() {
+                    match Engine::open(&source.store()).await {
+                        Ok(e) => e,
+                        Err(e) => return fail(4, e),
+                    }
+                } else {
+                    let src = match source.source() {
+                        Ok(s) => s,
+                        Err(code) => return code,
+                    };
+                    let opened = match source::open(&src).await {
+                        Ok(o) => o,
+                        Err(e) => return source_failure(e),
+                    };
+                    if per_run {
+                        params.insert("run_id".into(), opened.run_id.clone());
+                    }
+                    opened.engine
                 };
-                if queries::find(&name).is_some_and(|q| q.params().iter().any(|p| p.name == "run_id")) {
-                    params.insert("run_id".into(), opened.run_id.clone());
-                }
-                match opened.engine.run_named(&name, &params).await {
+                match engine.run_named(&name, &params).await {
                     Ok(batches) => {
                         print!("{}", render::render(&batches, format));
                         ExitCode::SUCCESS
@@ -446,11 +462,10 @@ fn main() -> ExitCode {
                 }
             })
         }
-        Command::Summarize { input, run, store, output, warmup_steps, hot_op_limit, breakdown_mode } => {
-            let store = store.unwrap_or_else(profq::store::default_root);
-            let source = match source::from_args(input.as_deref(), run.as_deref(), &store) {
+        Command::Summarize { source, output, warmup_steps, hot_op_limit, breakdown_mode } => {
+            let source = match source.source() {
                 Ok(s) => s,
-                Err(e) => return fail(2, e),
+                Err(code) => return code,
             };
             let opts = SummaryOptions { warmup_steps, hot_op_limit, breakdown_mode };
             runtime().block_on(async {
@@ -464,13 +479,13 @@ fn main() -> ExitCode {
                 }
             })
         }
-        Command::Query { question, input, run, summary: summary_file, store, top_k, format, show_sql } => {
+        Command::Query { question, source, summary: summary_file, top_k, format, show_sql } => {
             let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
-            if summary::query::route(&question).is_some_and(|i| i.query_type == "trend") && input.is_none() && summary_file.is_none() {
-                return runtime().block_on(trend_answer(&question, store.unwrap_or_else(profq::store::default_root), format, show_sql));
+            if summary::query::route(&question).is_some_and(|i| i.query_type == "trend") && source.input.is_none() && summary_file.is_none() {
+                return runtime().block_on(trend_answer(&question, source.store(), format, show_sql));
             }
             runtime().block_on(async {
-                let (doc, run_id) = match summary_of(input.as_deref(), run.as_deref(), summary_file.as_deref(), store, &opts).await {
+                let (doc, run_id) = match summary_of(&source, summary_file.as_deref(), &opts).await {
                     Ok(d) => d,
                     Err(code) => return code,
                 };
@@ -498,9 +513,9 @@ fn main() -> ExitCode {
                 }
             })
         }
-        Command::Report { input, run, summary: summary_file, store, output, top_k } => runtime().block_on(async {
+        Command::Report { source, summary: summary_file, output, top_k } => runtime().block_on(async {
             let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
-            match summary_of(input.as_deref(), run.as_deref(), summary_file.as_deref(), store, &opts).await {
+            match summary_of(&source, summary_file.as_deref(), &opts).await {
                 Ok((doc, _)) => emit(&render::report::markdown(&doc, top_k), output.as_deref()),
                 Err(code) => code,
             }

@@ -128,6 +128,31 @@ impl EventChunk {
     pub fn args_of(&self, i: usize) -> std::ops::Range<usize> {
         self.arg_offsets[i] as usize..self.arg_offsets[i + 1] as usize
     }
+    /// Appends an event with no stats yet (typed stats null, no args); returns its index.
+    /// Stats are then set on the returned index and the event closed with `end_args`.
+    pub fn push_event(&mut self, line: u32, name: u32, display_name: u32, category: u32, start_ns: i64, dur_ns: i64) -> usize {
+        self.line.push(line);
+        self.name.push(name);
+        self.display_name.push(display_name);
+        self.category.push(category);
+        self.start_ns.push(start_ns);
+        self.dur_ns.push(dur_ns);
+        self.hlo_op.push(NO_STR);
+        self.hlo_module.push(NO_STR);
+        self.tf_op.push(NO_STR);
+        self.program_id.push(NULL_I64);
+        self.step.push(NULL_I64);
+        self.correlation_id.push(NULL_I64);
+        self.device_ordinal.push(NULL_I64);
+        self.src.push(NO_STR);
+        self.len() - 1
+    }
+
+    /// Closes the args of the last pushed event.
+    pub fn end_args(&mut self) {
+        self.arg_offsets.push(self.arg_key.len() as u32);
+    }
+
     pub fn push_arg(&mut self, key: u32, value: &str) {
         self.arg_key.push(key);
         self.arg_value_bytes.extend_from_slice(value.as_bytes());

@@ -120,8 +120,8 @@ fn trends_over_a_store_of_real_runs() {
         assert!(o.status.success(), "{}", stderr(&o));
     }
     let run = |args: &[&str]| stdout(&profq(args));
-    let a = run(&["run", "trends", "--run", "mlp_after", "--store", store.to_str().unwrap(), "--format", "json"]);
-    let b = run(&["run", "trends", "--run", "mlp_after", "--store", store.to_str().unwrap(), "--format", "json"]);
+    let a = run(&["run", "trends", "--store", store.to_str().unwrap(), "--format", "json"]);
+    let b = run(&["run", "trends", "--store", store.to_str().unwrap(), "--format", "json"]);
     assert_eq!(a, b);
     let rows: Vec<Value> = serde_json::from_str(&a).unwrap();
     assert_eq!(rows.len(), runs.len());

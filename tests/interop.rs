@@ -48,7 +48,7 @@ for t, col in [("events","dur_ns"),("ops","dur_ns"),("steps","dur_ns"),("collect
     df = pd.read_parquet(f"{store}/{t}")
     out[t] = {"duckdb": [int(n), int(s)], "pandas": [len(df), int(df[col].sum())], "runs": sorted(str(r) for r in df["run_id"].unique())}
 # args is a real MAP: DuckDB can index it.
-out["args"] = con.execute(f"SELECT count(*) FROM read_parquet('{store}/events/*/*.parquet', hive_partitioning=true) WHERE args['hlo_module'] IS NOT NULL OR args['_src'] IS NOT NULL").fetchone()[0]
+out["args"] = con.execute(f"SELECT count(*) FROM read_parquet('{store}/events/*/*.parquet', hive_partitioning=true) WHERE args['run_id'] IS NOT NULL").fetchone()[0]
 print(json.dumps(out))
 "#;
     let o = Command::new(&py).args(["-c", script, store.to_str().unwrap()]).output().unwrap();

@@ -702,21 +702,7 @@ impl<'p> State<'p> {
 
     fn push(&mut self, line: u32, name: u32, cat: u32, ts: i64, dur: i64, args_start: usize, keys: &[u32]) {
         let c = &mut self.chunk;
-        c.line.push(line);
-        c.name.push(name);
-        c.display_name.push(NO_STR);
-        c.category.push(cat);
-        c.start_ns.push(ts);
-        c.dur_ns.push(dur);
-        c.hlo_op.push(NO_STR);
-        c.hlo_module.push(NO_STR);
-        c.tf_op.push(NO_STR);
-        c.program_id.push(NULL_I64);
-        c.step.push(NULL_I64);
-        c.correlation_id.push(NULL_I64);
-        c.device_ordinal.push(NULL_I64);
-        c.src.push(NO_STR);
-        let i = c.len() - 1;
+        let i = c.push_event(line, name, NO_STR, cat, ts, dur);
         for (j, &key) in keys.iter().enumerate() {
             let value = &self.arg_values[args_start + j];
             let key_name = self.pool.get(key).unwrap_or("");
@@ -733,6 +719,6 @@ impl<'p> State<'p> {
                 _ => c.push_arg(key, value),
             }
         }
-        c.arg_offsets.push(c.arg_key.len() as u32);
+        c.end_args();
     }
 }

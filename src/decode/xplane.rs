@@ -524,21 +524,7 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
             let start = ps_to_ns(start_ps);
             let end = ps_to_ns(start_ps + dur_ps.max(0) as i128);
             let meta = ctx.events.get(meta_id);
-            chunk.line.push(job.line_index);
-            chunk.name.push(meta.map_or(NO_STR, |m| m.name));
-            chunk.display_name.push(meta.map_or(NO_STR, |m| m.display_name));
-            chunk.category.push(NO_STR);
-            chunk.start_ns.push(start);
-            chunk.dur_ns.push(end - start);
-            chunk.hlo_op.push(NO_STR);
-            chunk.hlo_module.push(NO_STR);
-            chunk.tf_op.push(NO_STR);
-            chunk.program_id.push(NULL_I64);
-            chunk.step.push(NULL_I64);
-            chunk.correlation_id.push(NULL_I64);
-            chunk.device_ordinal.push(NULL_I64);
-            chunk.src.push(NO_STR);
-            let i = chunk.len() - 1;
+            let i = chunk.push_event(job.line_index, meta.map_or(NO_STR, |m| m.name), meta.map_or(NO_STR, |m| m.display_name), NO_STR, start, end - start);
             seen.clear();
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
@@ -555,7 +541,7 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
                     }
                 }
             }
-            chunk.arg_offsets.push(chunk.arg_key.len() as u32);
+            chunk.end_args();
         }
         let _ = line_start;
     }
