@@ -183,14 +183,14 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
         let mut stats = IdMap::new();
         for (entry, off) in stat_meta_entries {
             let (id, msg) = map_entry(entry, off)?;
-            let mut sname = "";
+            let mut sname: &[u8] = b"";
             let mut mf = Fields::with_base(msg.0, msg.1);
             while let Some((field, value, _)) = mf.next_field()? {
                 if field == 2 {
-                    sname = std::str::from_utf8(value.as_bytes()).unwrap_or("");
+                    sname = value.as_bytes();
                 }
             }
-            let sname = if sname.is_empty() { String::from_utf8_lossy(b"").into_owned() } else { sname.to_string() };
+            let sname = String::from_utf8_lossy(sname);
             stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role: role_of(&sname) });
         }
 
@@ -206,7 +206,7 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
 
         // Plane stats: producer versions, profile start, device kind.
         for (stat_bytes, off) in plane_stats {
-            let (info, value) = read_stat(stat_bytes, off, &stats, &capture.strings)?;
+            let (info, value) = read_stat(stat_bytes, off, &stats)?;
             let Some(info) = info else { continue };
             let key = capture.strings.get(info.name).unwrap_or("").to_string();
             let text = value_text(value, &capture.strings);
@@ -239,7 +239,7 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
                     2 => mname = value.as_bytes(),
                     4 => dname = value.as_bytes(),
                     5 => {
-                        let (info, v) = read_stat(value.as_bytes(), off, &stats, &capture.strings)?;
+                        let (info, v) = read_stat(value.as_bytes(), off, &stats)?;
                         let Some(info) = info else { continue };
                         if is_metadata_plane {
                             let key = capture.strings.get(info.name).unwrap_or("");
@@ -282,13 +282,12 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
         // Lines: header now, events later in parallel.
         for (line_bytes, off) in line_slices {
             let mut lf = Fields::with_base(line_bytes, off);
-            let (mut id, mut display_id, mut ts) = (0i64, 0i64, 0i64);
+            let (mut id, mut ts) = (0i64, 0i64);
             let (mut lname, mut dname): (&[u8], &[u8]) = (b"", b"");
             let mut evs = Vec::new();
             while let Some((field, value, _)) = lf.next_field()? {
                 match field {
                     1 => id = value.as_i64(),
-                    10 => display_id = value.as_i64(),
                     2 => lname = value.as_bytes(),
                     11 => dname = value.as_bytes(),
                     3 => ts = value.as_i64(),
@@ -296,7 +295,6 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
                     _ => {}
                 }
             }
-            let _ = display_id;
             let chosen = if !dname.is_empty() { dname } else { lname };
             let line_name = if chosen.is_empty() {
                 format!("xline:{}", capture.lines.len())
@@ -406,7 +404,7 @@ fn map_entry(entry: &[u8], off: usize) -> Result<(i64, (&[u8], usize))> {
 
 /// Reads one XStat. Unknown stat metadata ids yield `None` (the stat is dropped).
 #[inline]
-fn read_stat<'a>(bytes: &'a [u8], off: usize, stats: &IdMap<StatInfo>, pool: &StringPool) -> Result<(Option<StatInfo>, StatValue<'a>)> {
+fn read_stat<'a>(bytes: &'a [u8], off: usize, stats: &IdMap<StatInfo>) -> Result<(Option<StatInfo>, StatValue<'a>)> {
     let mut f = Fields::with_base(bytes, off);
     let mut id = 0i64;
     let mut value = StatValue::Int(0);
@@ -431,7 +429,6 @@ fn read_stat<'a>(bytes: &'a [u8], off: usize, stats: &IdMap<StatInfo>, pool: &St
             _ => continue,
         };
     }
-    let _ = pool;
     Ok((stats.get(id).copied(), value))
 }
 
@@ -493,7 +490,6 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
     let mut seen: Vec<u32> = Vec::new();
     for job in jobs {
         let ctx = &ctxs[job.plane];
-        let line_start = chunk.len();
         for ev in &job.events {
             let mut f = Fields::with_base(ev, job.base);
             let (mut meta_id, mut offset_ps, mut dur_ps, mut aggregated) = (0i64, 0i64, 0i64, false);
@@ -528,7 +524,7 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
             seen.clear();
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
-                let (info, value) = read_stat(bytes, off, &ctx.stats, pool)?;
+                let (info, value) = read_stat(bytes, off, &ctx.stats)?;
                 if let Some(info) = info {
                     seen.push(info.name);
                     apply_stat(&mut chunk, i, info, value, pool, &mut scratch);
@@ -543,7 +539,6 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
             }
             chunk.end_args();
         }
-        let _ = line_start;
     }
     chunk.sort_within_lines();
     chunk.compute_nesting();
