@@ -1,43 +1,60 @@
 #!/usr/bin/env bash
-# profq against its peers on the same XPlane, in one command (speed is measured here, never
-# in tests). For each of RUNS rounds, every tool gets a fresh scratch copy of the file (XProf
-# writes cache files next to its input, which would otherwise help the next tool):
+# profq against its peers on the same profile, in one command (speed is measured here,
+# never in tests). INPUT is an .xplane.pb or a session directory of several hosts' files.
+# For each of RUNS rounds, every tool gets a fresh scratch copy (XProf writes cache files
+# next to its input, which would otherwise help the next tool):
 #   ingest:     profq ingest            vs  xprof create_events_db
 #   summarize:  profq summarize         vs  xprof get_overview, xprof-rs get_overview
-# Prints median wall time, CPU time (user+sys), peak RSS and the ratios.
+#   queries:    three named queries on the ingested store (hot_ops, time_breakdown_global, pre_op_gaps)
+# Prints median wall time, CPU time (user+sys), peak RSS and the ratios. A command that
+# runs past TIMEOUT_S (default 900) is reported as a timeout.
 #
-#   benches/compare.sh XPLANE [RUNS]
+#   benches/compare.sh INPUT [RUNS]
 #
 # XPROF / XPROF_RS: the peers' CLIs (pip install xprof==2.24.2 xprof-rs), default on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-XPLANE="$(realpath "$1")"
+INPUT="$(realpath "$1")"
 RUNS="${2:-3}"
 XPROF="${XPROF:-xprof}"
 XPROF_RS="${XPROF_RS:-xprof-rs}"
+TIMEOUT_S="${TIMEOUT_S:-900}"
 cargo build --release --quiet
 PROFQ="$PWD/target/release/profq"
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
-BYTES=$(stat -c %s "$XPLANE")
-NAME=$(basename "$XPLANE")
+if [ -d "$INPUT" ]; then
+  FILES=("$INPUT"/*.xplane.pb)
+else
+  FILES=("$INPUT")
+fi
+BYTES=$(cat "${FILES[@]}" | wc -c)
 
-fresh_logdir() { # a new logdir holding a copy of the file; prints its path
+fresh_logdir() { # a new logdir holding copies of the files; prints its path
   local d="$SCRATCH/logdir-$RANDOM$RANDOM"
   mkdir -p "$d/plugins/profile/session"
-  cp "$XPLANE" "$d/plugins/profile/session/$NAME"
+  cp "${FILES[@]}" "$d/plugins/profile/session/"
   echo "$d"
 }
 
-measure() { # group label command... ; appends "group label wall cpu rss_kb"
+measure() { # group label command... ; appends "group label wall cpu rss_kb" (or "timeout")
   local group=$1 label=$2; shift 2
-  /usr/bin/time -f "%e %U %S %M" -o "$SCRATCH/t" "$@" > /dev/null 2> "$SCRATCH/err" || { echo "$label failed:" >&2; cat "$SCRATCH/err" >&2; exit 1; }
-  read -r wall user sys rss < "$SCRATCH/t"
+  if ! /usr/bin/time -f "%e %U %S %M" -o "$SCRATCH/t" timeout "$TIMEOUT_S" "$@" > /dev/null 2> "$SCRATCH/err"; then
+    if grep -q "Command exited with non-zero status 124" "$SCRATCH/t"; then
+      echo "$group $label timeout" >> "$SCRATCH/results"; return
+    fi
+    echo "$label failed:" >&2; cat "$SCRATCH/err" >&2; exit 1
+  fi
+  read -r wall user sys rss < <(tail -1 "$SCRATCH/t")
   echo "$group $label $wall $(awk "BEGIN{print $user + $sys}") $rss" >> "$SCRATCH/results"
 }
 
 for i in $(seq "$RUNS"); do
-  d=$(fresh_logdir); measure ingest "profq_ingest" "$PROFQ" ingest "$d" --store "$d/store" --run-id bench
+  d=$(fresh_logdir); measure ingest "profq_ingest" "$PROFQ" ingest "$d" --store "$SCRATCH/store-$i" --run-id bench
+  for q in hot_ops time_breakdown_global pre_op_gaps; do
+    measure queries "profq_run_$q" "$PROFQ" run "$q" --run bench --store "$SCRATCH/store-$i"
+  done
+  rm -rf "$SCRATCH/store-$i"
   d=$(fresh_logdir); measure ingest "xprof_create_events_db" "$XPROF" create_events_db --bypass_cache=True --session_id=session --logdir="$d"
   d=$(fresh_logdir); measure summarize "profq_summarize" "$PROFQ" summarize "$d"
   d=$(fresh_logdir); measure summarize "xprof_get_overview" "$XPROF" get_overview --bypass_cache=True --session_id=session --logdir="$d"
@@ -45,20 +62,26 @@ for i in $(seq "$RUNS"); do
   rm -rf "$SCRATCH"/logdir-*
 done
 
-python3 - "$SCRATCH/results" "$BYTES" "$XPLANE" "$RUNS" <<'PY'
+python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RUNS" "${#FILES[@]}" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
-nbytes, path, runs = int(sys.argv[2]), sys.argv[3], sys.argv[4]
-print(f"file: {path.rsplit('/', 1)[-1]} ({nbytes/1e6:.1f} MB); median of {runs} runs; {open('/proc/cpuinfo').read().count('processor')} cores")
-for group in ("ingest", "summarize"):
+nbytes, path, runs, nfiles = int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+print(f"input: {path.rsplit('/', 1)[-1]} ({nbytes/1e6:.1f} MB in {nfiles} file(s)); median of {runs} runs; {open('/proc/cpuinfo').read().count('processor')} cores")
+for group in ("ingest", "summarize", "queries"):
     labels = list(dict.fromkeys(r[1] for r in rows if r[0] == group))
-    med = {l: [st.median(float(r[k]) for r in rows if r[1] == l) for k in (2, 3, 4)] for l in labels}
+    def med(l):
+        ok = [r for r in rows if r[1] == l and r[2] != "timeout"]
+        return [st.median(float(r[k]) for r in ok) for k in (2, 3, 4)] if ok else None
     print(f"\n| {group} | wall s | cpu s | peak RSS MB | wall vs profq | RSS vs profq |")
     print("|---|---|---|---|---|---|")
-    base = med[labels[0]]
+    base = med(labels[0])
     for l in labels:
-        w, c, m = med[l]
-        print(f"| {l} | {w:.3f} | {c:.3f} | {m/1024:.0f} | {w/base[0]:.1f}x | {m/base[2]:.1f}x |")
-    if group == "ingest":
+        m = med(l)
+        if m is None:
+            print(f"| {l} | timeout | | | | |"); continue
+        w, c, r = m
+        ratio = f"{w/base[0]:.1f}x | {r/base[2]:.1f}x" if group != "queries" else "| "
+        print(f"| {l} | {w:.3f} | {c:.3f} | {r/1024:.0f} | {ratio} |")
+    if group == "ingest" and base:
         print(f"\nprofq ingest throughput: {nbytes/1e6/base[0]:.0f} MB/s (wall)")
 PY

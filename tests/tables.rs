@@ -204,4 +204,10 @@ fn a_multi_host_session_is_one_run() {
     let per_host = sql(&store, "SELECT host, count(*) AS n, min(start_ns) AS s FROM steps GROUP BY host ORDER BY host");
     assert_eq!(per_host.len(), 3);
     assert!(per_host.iter().all(|r| as_i64(&r["n"]) == 10 && r["s"] == per_host[0]["s"]), "{per_host:?}");
+    let s = profq(&["summarize", "--run", "myrun", "--store", store.to_str().unwrap()]);
+    assert!(s.status.success(), "{}", stderr(&s));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&s)).unwrap();
+    assert_eq!(doc["run_metadata"]["num_hosts"], 3);
+    let hosts: Vec<&str> = doc["profq_per_host"].as_array().unwrap().iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["worker-0", "worker-1", "worker-2"]);
 }

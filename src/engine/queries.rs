@@ -30,6 +30,7 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("hierarchical_regions"),
     q!("hot_ops"),
     q!("op_trend"),
+    q!("per_host"),
     q!("pre_op_gaps"),
     q!("provenance_hints"),
     q!("recompilation"),

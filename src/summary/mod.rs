@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: &str = "profile_summary.v1";
 
 /// Top-level keys profq adds to the reference schema.
-pub const PROFQ_KEYS: &[&str] = &["profq_collectives", "profq_device_idle", "profq_per_device", "profq_producer", "profq_recompilation", "profq_regions_by_pass", "profq_tiny_kernels", "profq_transfers", "profq_version"];
+pub const PROFQ_KEYS: &[&str] = &["profq_collectives", "profq_device_idle", "profq_per_device", "profq_per_host", "profq_producer", "profq_recompilation", "profq_regions_by_pass", "profq_tiny_kernels", "profq_transfers", "profq_version"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BreakdownMode {
@@ -255,6 +255,15 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
                    "max_lag_duration": us(r, "max_lag_ns"), "times_slowest": text(r, "times_slowest")})
         })
         .collect();
+    let hosts = a.rows("per_host", &[warmup.clone()]).await?;
+    let profq_per_host: Vec<Value> = hosts
+        .iter()
+        .map(|r| {
+            json!({"host": text(r, "host"), "steady_steps": text(r, "steady_steps"), "median_step_duration": us(r, "median_step_ns"),
+                   "busy_share": text(r, "busy_share"), "ops": text(r, "ops"), "op_exclusive_duration": us(r, "op_self_ns"),
+                   "devices": text(r, "devices")})
+        })
+        .collect();
     let recompiles = a.rows("recompilation", &[]).await?;
     let churn = a.rows("shape_churn", &[]).await?;
     let profq_recompilation = json!({
@@ -338,6 +347,7 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
         "profq_collectives": profq_collectives,
         "profq_regions_by_pass": profq_regions_by_pass,
         "profq_per_device": profq_per_device,
+        "profq_per_host": profq_per_host,
         "profq_recompilation": profq_recompilation,
         "profq_transfers": profq_transfers,
         "profq_tiny_kernels": profq_tiny_kernels,
