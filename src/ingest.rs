@@ -111,11 +111,32 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         ingested_at_ns: now_ns(),
     };
     progress(&format!("profq: building tables ({} events)", loaded.capture.num_events()));
-    let built = tables::build(&mut loaded.capture, &info).map_err(|e| IngestError::Store(format!("building tables: {e}")))?;
-    stage_done("tables", &mut clock);
-    progress("profq: writing parquet");
-    let staged = store.stage(&built, &provisional).map_err(IngestError::Store)?;
-    stage_done("parquet", &mut clock);
+    let staged = store.new_staging(&provisional).map_err(IngestError::Store)?;
+    // The events table (most of the bytes) is built and written while the other tables are
+    // derived: the two need only read the capture once its strings are prepared.
+    let ids = tables::derive::prepare_strings(&mut loaded.capture);
+    let capture = &loaded.capture;
+    let written: Result<(usize, usize, usize), String> = std::thread::scope(|s| {
+        let events = s.spawn(|| -> Result<usize, String> {
+            let batches = tables::events_batches(capture).map_err(|e| format!("building events: {e}"))?;
+            let rows = batches.iter().map(|b| b.num_rows()).sum();
+            store.write_tables(&staged, &[("events", batches)])?;
+            Ok(rows)
+        });
+        let derived = tables::derive::derive(capture, &ids);
+        let others = tables::derived_tables(capture, &derived, &info).map_err(|e| format!("building tables: {e}"))?;
+        store.write_tables(&staged, &others.tables)?;
+        let events = events.join().map_err(|_| "events writer panicked".to_string())??;
+        Ok((events, others.rows("ops"), others.rows("steps")))
+    });
+    let (events, ops, steps) = match written {
+        Ok(counts) => counts,
+        Err(e) => {
+            staged.discard();
+            return Err(IngestError::Store(e));
+        }
+    };
+    stage_done("tables and parquet", &mut clock);
 
     let _lock = store.lock().map_err(store_err)?;
     store.clean_up();
@@ -159,9 +180,9 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
     progress("");
     Ok(Outcome::Ingested {
         run_id,
-        events: built.rows("events"),
-        ops: built.rows("ops"),
-        steps: built.rows("steps"),
+        events,
+        ops,
+        steps,
         warnings: loaded.capture.meta.quality_warnings.clone(),
     })
 }

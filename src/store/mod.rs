@@ -146,8 +146,8 @@ impl Store {
         Ok(())
     }
 
-    /// Writes all tables of a run into a private staging directory (no lock needed).
-    pub fn stage(&self, tables: &RunTables, run_id: &str) -> Result<Staged, String> {
+    /// A private staging directory for a run (no lock needed); fill it with [`Store::write_tables`].
+    pub fn new_staging(&self, run_id: &str) -> Result<Staged, String> {
         // The writer's pid leads the name so clean_up can tell abandoned staging dirs.
         let unique = format!(
             "{}-{}-{}",
@@ -157,11 +157,25 @@ impl Store {
         );
         let dir = self.root.join(".staging").join(unique);
         fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        // One file per part; a large table is split so its parts are written in parallel.
+        Ok(Staged { dir, run_id: run_id.to_string() })
+    }
+
+    /// Writes all tables of a run into a new staging directory.
+    pub fn stage(&self, tables: &RunTables, run_id: &str) -> Result<Staged, String> {
+        let staged = self.new_staging(run_id)?;
+        if let Err(e) = self.write_tables(&staged, &tables.tables) {
+            staged.discard();
+            return Err(e);
+        }
+        Ok(staged)
+    }
+
+    /// Writes tables into a staging directory; a large table is split into parts written in parallel.
+    pub fn write_tables(&self, staged: &Staged, tables: &[(&str, Vec<arrow::record_batch::RecordBatch>)]) -> Result<(), String> {
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let mut jobs: Vec<(PathBuf, &str, &[arrow::record_batch::RecordBatch])> = Vec::new();
-        for (name, batches) in &tables.tables {
-            let dir_of = dir.join(name).join(format!("run_id={run_id}"));
+        for (name, batches) in tables {
+            let dir_of = staged.dir.join(name).join(format!("run_id={}", staged.run_id));
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
             let parts = if rows >= PARALLEL_PART_ROWS { workers.min(batches.len()).max(1) } else { 1 };
             let per_part = batches.len().div_ceil(parts).max(1);
@@ -177,11 +191,7 @@ impl Store {
             let handles: Vec<_> = jobs.iter().map(|(path, name, batches)| s.spawn(move || write_parquet(path, name, batches))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("writer thread panicked".into()))).collect()
         });
-        let staged = Staged { dir, run_id: run_id.to_string() };
-        for r in results {
-            r?;
-        }
-        Ok(staged)
+        results.into_iter().collect()
     }
 
     /// Moves a staged run into place under `run_id`, `runs` last. Lock held.

@@ -368,7 +368,7 @@ fn merged_len(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
 /// Interns the strings the derivation looks up by value (CPU device names, module names
 /// of `XLA Modules` events, `hlo_category` and the `name` stat that replaces a generic
 /// tf_op), so that the derivation itself can read the capture immutably.
-fn prepare_strings(capture: &mut Capture) -> PoolIds {
+pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     let ids = PoolIds::new(&mut capture.strings);
     let xla_module = ["XlaModule", "XlaModule:"].map(|s| capture.strings.lookup(s));
     let mut wanted: Vec<String> = Vec::new();
@@ -402,15 +402,21 @@ fn prepare_strings(capture: &mut Capture) -> PoolIds {
     ids
 }
 
-pub fn derive(capture: &mut Capture) -> Derived {
-    let pool_ids = prepare_strings(capture);
-    let capture = &*capture;
-    let mut chunk_base = Vec::with_capacity(capture.chunks.len());
+/// The first event_id of each chunk (events are numbered in chunk order).
+pub fn chunk_bases(capture: &Capture) -> Vec<i64> {
+    let mut bases = Vec::with_capacity(capture.chunks.len());
     let mut base = 0i64;
     for c in &capture.chunks {
-        chunk_base.push(base);
+        bases.push(base);
         base += c.len() as i64;
     }
+    bases
+}
+
+/// Derives every table but `events` and `runs`. `ids` comes from [`prepare_strings`], which
+/// is the only step that changes the capture, so this can run beside the events writer.
+pub fn derive(capture: &Capture, pool_ids: &PoolIds) -> Derived {
+    let chunk_base = chunk_bases(capture);
 
     // Which hosts have device-op events (then host events with hlo_op are launches, not ops).
     let mut host_has_device_ops: HashMap<u32, bool> = HashMap::new();
@@ -464,7 +470,7 @@ pub fn derive(capture: &mut Capture) -> Derived {
             if !is_op {
                 continue;
             }
-            ops.push(make_op(capture, &pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
+            ops.push(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
         }
     }
 
@@ -586,7 +592,7 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
 }
 
 /// Pool ids of arg keys the op builder reads.
-struct PoolIds {
+pub struct PoolIds {
     name: u32,
     hlo_category: u32,
     flops: u32,

@@ -40,36 +40,42 @@ impl RunTables {
 
 type Result<T> = std::result::Result<T, arrow::error::ArrowError>;
 
+/// Every table of a run, in memory.
 pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
-    let t0 = std::time::Instant::now();
-    let derived = derive::derive(capture);
-    if std::env::var_os("PROFQ_TIMING").is_some() {
-        eprintln!("profq: timing: derive: {:.3} s", t0.elapsed().as_secs_f64());
-    }
+    let ids = derive::prepare_strings(capture);
     let capture = &*capture;
-    let mut tables = Vec::new();
-    tables.push(("runs", vec![runs_batch(capture, &derived, info)?]));
-    // One batch per decoded chunk, built in parallel.
-    let events: Vec<RecordBatch> = std::thread::scope(|s| {
+    let mut tables = vec![("events", events_batches(capture)?)];
+    tables.extend(derived_tables(capture, &derive::derive(capture, &ids), info)?.tables);
+    Ok(RunTables { tables })
+}
+
+/// The `events` table: one batch per decoded chunk, built in parallel.
+pub fn events_batches(capture: &Capture) -> Result<Vec<RecordBatch>> {
+    let bases = derive::chunk_bases(capture);
+    std::thread::scope(|s| {
         let handles: Vec<_> = capture
             .chunks
             .iter()
-            .enumerate()
-            .filter(|(_, c)| !c.is_empty())
-            .map(|(ci, chunk)| {
-                let base = derived.chunk_base[ci];
-                s.spawn(move || events_batch(capture, chunk, base))
-            })
+            .zip(bases)
+            .filter(|(c, _)| !c.is_empty())
+            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base)))
             .collect();
         handles.into_iter().map(|h| h.join().expect("events batch builder panicked")).collect::<Result<Vec<_>>>()
-    })?;
-    tables.push(("events", events));
-    tables.push(("ops", vec![ops_batch(capture, &derived)?]));
-    tables.push(("regions", vec![regions_batch(&derived)?]));
-    tables.push(("steps", vec![steps_batch(capture, &derived)?]));
-    tables.push(("collectives", vec![collectives_batch(capture, &derived)?]));
-    tables.push(("gaps", vec![gaps_batch(capture, &derived)?]));
-    Ok(RunTables { tables })
+    })
+}
+
+/// Every table but `events`.
+pub fn derived_tables(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<RunTables> {
+    Ok(RunTables {
+        tables: vec![
+            ("runs", vec![runs_batch(capture, derived, info)?]),
+            ("ops", vec![ops_batch(capture, derived)?]),
+            ("regions", vec![regions_batch(derived)?]),
+            ("steps", vec![steps_batch(capture, derived)?]),
+            ("collectives", vec![collectives_batch(capture, derived)?]),
+            ("gaps", vec![gaps_batch(capture, derived)?]),
+        ],
+    })
 }
 
 fn batch(table: &str, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
