@@ -66,7 +66,9 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
         labels: labels.to_vec(),
         ingested_at_ns: now_ns(),
     };
-    tables::build(&mut loaded.capture, &info).map_err(|e| IngestError::Store(format!("building tables: {e}")))
+    let built = tables::build(&mut loaded.capture, &info).map_err(|e| IngestError::Store(format!("building tables: {e}")));
+    progress("");
+    built
 }
 
 fn load(input: &Path) -> Result<(decode::Loaded, String), IngestError> {

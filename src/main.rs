@@ -109,42 +109,21 @@ enum Command {
     },
     /// Compare two runs: X is a store run id, a profile INPUT or a profile_summary.v1 file.
     Compare {
-        #[arg(long)]
-        before: String,
-        #[arg(long)]
-        after: String,
-        #[arg(long)]
-        store: Option<PathBuf>,
-        #[arg(long, default_value_t = 10)]
-        top_k: usize,
-        /// Exit 5 when the provenance checks fail (e.g. the same trace twice).
-        #[arg(long)]
-        strict_provenance: bool,
+        #[command(flatten)]
+        pair: PairArgs,
         #[arg(long, value_enum, default_value = "json")]
         format: CompareFormat,
-        #[arg(long, default_value_t = 5)]
-        warmup_steps: i64,
     },
     /// Compare and assess: a pass/warn/fail record, appended to a JSONL history.
     Track {
-        #[arg(long)]
-        before: String,
-        #[arg(long)]
-        after: String,
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        pair: PairArgs,
         #[arg(long)]
         label: Option<String>,
         #[arg(long)]
         history: Option<PathBuf>,
         #[arg(long)]
         output: Option<PathBuf>,
-        #[arg(long, default_value_t = 10)]
-        top_k: usize,
-        #[arg(long)]
-        strict_provenance: bool,
-        #[arg(long, default_value_t = 5)]
-        warmup_steps: i64,
         #[command(flatten)]
         thresholds: ThresholdArgs,
     },
@@ -159,24 +138,14 @@ enum Command {
     },
     /// Summaries, comparison, track record and reports of a before/after pair, in one folder.
     Bundle {
-        #[arg(long)]
-        before: String,
-        #[arg(long)]
-        after: String,
+        #[command(flatten)]
+        pair: PairArgs,
         #[arg(long)]
         output_dir: PathBuf,
-        #[arg(long)]
-        store: Option<PathBuf>,
         #[arg(long)]
         history: Option<PathBuf>,
         #[arg(long)]
         label: Option<String>,
-        #[arg(long, default_value_t = 10)]
-        top_k: usize,
-        #[arg(long)]
-        strict_provenance: bool,
-        #[arg(long, default_value_t = 5)]
-        warmup_steps: i64,
         /// Write the manifest here and print only the path.
         #[arg(long)]
         output: Option<PathBuf>,
@@ -190,6 +159,35 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+}
+
+/// The two sides of a comparison and how to compare them.
+#[derive(clap::Args, Clone, Debug)]
+struct PairArgs {
+    /// Baseline: a store run id, a profile INPUT or a profile_summary.v1 file.
+    #[arg(long)]
+    before: String,
+    /// Candidate, as --before.
+    #[arg(long)]
+    after: String,
+    #[arg(long)]
+    store: Option<PathBuf>,
+    #[arg(long, default_value_t = 10)]
+    top_k: usize,
+    /// Exit 5 when the provenance checks fail (e.g. the same trace twice).
+    #[arg(long)]
+    strict_provenance: bool,
+    #[arg(long, default_value_t = 5)]
+    warmup_steps: i64,
+}
+
+impl PairArgs {
+    fn store(&self) -> PathBuf {
+        self.store.clone().unwrap_or_else(profq::store::default_root)
+    }
+    fn options(&self) -> CompareOptions {
+        CompareOptions { top_k: self.top_k, summary: SummaryOptions { warmup_steps: self.warmup_steps, hot_op_limit: self.top_k.max(25), ..SummaryOptions::default() } }
+    }
 }
 
 /// Where an analysis reads its run: a profile INPUT (decoded in memory) or `--run ID` of a store.
@@ -273,13 +271,11 @@ async fn trend_answer(question: &str, store: PathBuf, format: AnswerFormat, show
 }
 
 /// Loads both sides and compares them; Err is the exit code.
-async fn run_compare(before: &str, after: &str, store: Option<PathBuf>, top_k: usize, warmup_steps: i64, strict: bool) -> Result<serde_json::Value, ExitCode> {
-    let store = store.unwrap_or_else(profq::store::default_root);
-    let b = compare::load_side(before, &store).await.map_err(source_failure)?;
-    let a = compare::load_side(after, &store).await.map_err(source_failure)?;
-    let opts = CompareOptions { top_k, summary: SummaryOptions { warmup_steps, hot_op_limit: top_k.max(25), ..SummaryOptions::default() } };
-    let result = compare::compare(b, a, &opts).await.map_err(|e| fail(4, e))?;
-    if strict && result["provenance_checks"]["status"] == "fail" {
+async fn run_compare(pair: &PairArgs) -> Result<serde_json::Value, ExitCode> {
+    let b = compare::load_side(&pair.before, &pair.store()).await.map_err(source_failure)?;
+    let a = compare::load_side(&pair.after, &pair.store()).await.map_err(source_failure)?;
+    let result = compare::compare(b, a, &pair.options()).await.map_err(|e| fail(4, e))?;
+    if pair.strict_provenance && result["provenance_checks"]["status"] == "fail" {
         let msgs: Vec<String> = result["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(|m| m.as_str().map(str::to_string)).collect();
         return Err(fail(5, format!("Provenance checks failed. {}", msgs.join(" "))));
     }
@@ -520,21 +516,21 @@ fn main() -> ExitCode {
                 Err(code) => code,
             }
         }),
-        Command::Compare { before, after, store, top_k, strict_provenance, format, warmup_steps } => runtime().block_on(async {
-            match run_compare(&before, &after, store, top_k, warmup_steps, strict_provenance).await {
+        Command::Compare { pair, format } => runtime().block_on(async {
+            match run_compare(&pair).await {
                 Ok(result) => {
                     match format {
                         CompareFormat::Json => print!("{}", summary::to_json_text(&result)),
                         CompareFormat::Table => print!("{}", render::answer_table(&result)),
-                        CompareFormat::Md => print!("{}", render::report::comparison_markdown(&result, top_k)),
+                        CompareFormat::Md => print!("{}", render::report::comparison_markdown(&result, pair.top_k)),
                     }
                     ExitCode::SUCCESS
                 }
                 Err(code) => code,
             }
         }),
-        Command::Track { before, after, store, label, history, output, top_k, strict_provenance, warmup_steps, thresholds } => runtime().block_on(async {
-            let comparison = match run_compare(&before, &after, store, top_k, warmup_steps, strict_provenance).await {
+        Command::Track { pair, label, history, output, thresholds } => runtime().block_on(async {
+            let comparison = match run_compare(&pair).await {
                 Ok(c) => c,
                 Err(code) => return code,
             };
@@ -551,10 +547,8 @@ fn main() -> ExitCode {
             Ok(h) => emit(&summary::to_json_text(&h), output.as_deref()),
             Err(e) => fail(3, format!("{}: {e}", history.display())),
         },
-        Command::Bundle { before, after, output_dir, store, history, label, top_k, strict_provenance, warmup_steps, output, thresholds } => runtime().block_on(async {
-            let store = store.unwrap_or_else(profq::store::default_root);
-            let opts = CompareOptions { top_k, summary: SummaryOptions { warmup_steps, hot_op_limit: top_k.max(25), ..SummaryOptions::default() } };
-            match bundle::write_bundle(&before, &after, &store, &output_dir, &opts, &thresholds.thresholds(), label.as_deref(), history.as_deref(), strict_provenance).await {
+        Command::Bundle { pair, output_dir, history, label, output, thresholds } => runtime().block_on(async {
+            match bundle::write_bundle(&pair.before, &pair.after, &pair.store(), &output_dir, &pair.options(), &thresholds.thresholds(), label.as_deref(), history.as_deref(), pair.strict_provenance).await {
                 Ok(manifest) => emit(&summary::to_json_text(&manifest), output.as_deref()),
                 Err(bundle::BundleError::Source(e)) => source_failure(e),
                 Err(bundle::BundleError::Provenance(m)) => fail(5, m),
