@@ -169,3 +169,28 @@ fn a_killed_ingest_leaves_no_visible_run() {
     let staging = store.join(".staging");
     assert!(!staging.exists() || std::fs::read_dir(staging).unwrap().next().is_none());
 }
+
+#[test]
+fn corrupt_hlo_protos_are_warnings_not_failures() {
+    let dir = temp_dir("badhlo");
+    let mut meta = PlaneBuilder::new(1, "/host:metadata");
+    meta.line(1, "unused", &[]);
+    let mut metadata = meta.build();
+    metadata.lines.clear();
+    let stat_id = 1;
+    metadata.stat_metadata.insert(stat_id, XStatMetadata { id: stat_id, name: "Hlo Proto".into(), description: String::new() });
+    for (id, bytes) in [(1i64, vec![0xff, 0xff, 0xff]), (2, vec![0x0a, 0x80, 0x80, 0x80, 0x80, 0x10])] {
+        metadata.event_metadata.insert(id, XEventMetadata { id, name: format!("jit_bad({id})"), stats: vec![XStat { metadata_id: stat_id, bytes_value: Some(bytes), ..Default::default() }], ..Default::default() });
+    }
+    let mut cpu = PlaneBuilder::new(2, "/host:CPU");
+    cpu.line(1, "tf_XLAEigen/1", &[("fusion.1", 0, 10, &[("hlo_op", V::Str("fusion.1")), ("hlo_module", V::Str("jit_bad")), ("program_id", V::I(1))])]);
+    let path = dir.join("badhlo.xplane.pb");
+    write_xspace(&path, vec![metadata, cpu.build()]);
+    let store = temp_dir("badhlo-store");
+    ingest(&store, &path, "b");
+    let w = sql(&store, "SELECT quality_warnings FROM runs")[0]["quality_warnings"].to_string();
+    assert!(w.contains("jit_bad(1)") && w.contains("undecodable HloProto"), "{w}");
+    let ops = sql(&store, "SELECT hlo_op, opcode FROM ops");
+    assert_eq!(ops.len(), 1);
+    assert!(ops[0]["opcode"].is_null());
+}
