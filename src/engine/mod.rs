@@ -71,7 +71,8 @@ impl Engine {
     /// An engine over several runs held in memory, each under its run id.
     pub fn from_runs(runs: &[(&RunTables, &str)]) -> Result<Engine, QueryError> {
         use datafusion::arrow::array::{ArrayRef, StringArray};
-        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(workers));
         for t in schema::TABLES {
             let full = table_schema(t);
             let mut batches = Vec::new();
@@ -82,7 +83,12 @@ impl Engine {
                     batches.push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
                 }
             }
-            let mem = MemTable::try_new(full, vec![batches]).map_err(|e| QueryError(e.to_string()))?;
+            // One partition per batch (events come in one batch per decoded chunk), so scans run in parallel.
+            let mut partitions: Vec<Vec<RecordBatch>> = batches.into_iter().map(|b| vec![b]).collect();
+            if partitions.is_empty() {
+                partitions.push(vec![]);
+            }
+            let mem = MemTable::try_new(full, partitions).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
         Ok(Engine { ctx })

@@ -44,8 +44,14 @@ type Result<T> = std::result::Result<T, arrow::error::ArrowError>;
 pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
     let ids = derive::prepare_strings(capture);
     let capture = &*capture;
-    let mut tables = vec![("events", events_batches(capture)?)];
-    tables.extend(derived_tables(capture, &derive::derive(capture, &ids), info)?.tables);
+    // Events batches are built while the other tables are derived.
+    let (events, others) = std::thread::scope(|s| {
+        let events = s.spawn(|| events_batches(capture));
+        let others = derived_tables(capture, &derive::derive(capture, &ids), info);
+        (events.join().expect("events builder panicked"), others)
+    });
+    let mut tables = vec![("events", events?)];
+    tables.extend(others?.tables);
     Ok(RunTables { tables })
 }
 
