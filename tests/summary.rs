@@ -176,10 +176,12 @@ fn scope_rules_wrappers_blacklist_donated_and_copy_labels() {
             (1, 2, "copy.7", 150.0, 10.0, r#"{"tf_op":"dynamic_donated[1][0][0].model.params.blocks[0].attn.w_k:"}"#),
             (1, 2, "copy.1", 200.0, 5.0, ""),
             (1, 2, "copy.1", 300.0, 5.0, ""),
+            (1, 2, "train_step=>block_0", 400.0, 7.0, ""),
         ],
     );
     let s = summarize(&path, &[]);
     let regions = s["hierarchical_regions"].as_array().unwrap();
+    assert!(regions.iter().any(|r| r["path"] == "train_step"), "a name written as a path is a region: {regions:?}");
     let region = |p: &str| regions.iter().find(|r| r["path"] == p).unwrap_or_else(|| panic!("no region {p}: {regions:?}"));
     assert_eq!(f(&region("_train_step")["inclusive_duration"]), 100.0);
     assert_eq!(f(&region("_train_step")["exclusive_duration"]), 0.0);

@@ -118,7 +118,8 @@ impl LocalStrings {
 #[derive(Default)]
 struct OpCaches {
     class: FxHashMap<(u32, u32), (Option<&'static str>, &'static str)>,
-    scope: FxHashMap<u32, (u32, &'static str)>,
+    /// (tf_op, event name) → (region path id, pass); the name only matters without a tf_op.
+    scope: FxHashMap<(u32, u32), (u32, &'static str)>,
     cpu_device: FxHashMap<i64, u32>,
     source: FxHashMap<(u32, i32), u32>,
     strings: LocalStrings,
@@ -688,10 +689,18 @@ fn make_op(
         tf_op = instr.map_or(NO_STR, |h| h.op_name);
     }
     let OpCaches { scope, strings, cpu_device, source: sources, .. } = caches;
-    let (region_path, pass) = *scope.entry(tf_op).or_insert_with(|| match capture.str(tf_op).map(scope_of) {
-        Some((Some(path), pass)) => (strings.intern(path), pass),
-        Some((None, pass)) => (NO_STR, pass),
-        None => (NO_STR, "other"),
+    // Without a scope path, a name written as a path (`train_step=>block_0`, `ns::fn`) is one.
+    let scope_key = (tf_op, if tf_op == NO_STR { chunk.name[i] } else { NO_STR });
+    let (region_path, pass) = *scope.entry(scope_key).or_insert_with(|| {
+        let scoped = match capture.str(tf_op) {
+            Some(t) => Some(scope_of(t)),
+            None => capture.str(chunk.name[i]).filter(|n| n.contains("=>") || n.contains("::")).map(|n| scope_of(&n.replace("=>", "/").replace("::", "/"))),
+        };
+        match scoped {
+            Some((Some(path), pass)) => (strings.intern(path), pass),
+            Some((None, pass)) => (NO_STR, pass),
+            None => (NO_STR, "other"),
+        }
     });
     let device = if plane.kind == PlaneKind::Device {
         plane.device
