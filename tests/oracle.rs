@@ -5,7 +5,6 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const JAX_CPU: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"];
 
 /// Event counts and total durations per (plane, line, event) equal XProf's
 /// `aggregate_xplane_events --group_by=plane,line,event`.
@@ -40,7 +39,7 @@ fn check_event_aggregates(xplane: &Path, oracle_dir: &Path) {
 
 #[test]
 fn jax_cpu_event_aggregates_match_xprof() {
-    for name in JAX_CPU {
+    for name in JAX_CPU_CAPTURES {
         let dir = jax_cpu(name);
         check_event_aggregates(&xplane_of(&dir), &dir.join("oracle"));
     }
@@ -63,7 +62,7 @@ fn public_xplane_event_aggregates_match_xprof() {
 /// Steps equal the `train` StepTraceAnnotation events, as XProf's cold step trace lists them.
 #[test]
 fn jax_cpu_steps_match_step_annotations() {
-    for name in JAX_CPU {
+    for name in JAX_CPU_CAPTURES {
         let dir = jax_cpu(name);
         let store = temp_dir("steps");
         ingest(&store, &xplane_of(&dir), "r");

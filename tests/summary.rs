@@ -400,17 +400,8 @@ fn xplane_and_json_summaries_of_real_captures_agree() {
 
 #[test]
 fn every_real_fixture_summarizes() {
-    let mut inputs: Vec<std::path::PathBuf> = ["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"].iter().map(|n| jax_cpu(n)).collect();
-    for rel in [
-        "jax_cpu/shape_churn",
-        "public/openxla-xprof/tpu_v6e_jax_inference",
-        "public/TraceLens/mi300x_jax08_conv",
-        "public/TraceLens/mi300x_jax08_elementwise",
-        "public/TraceLens/mi300x_jax08_gemm",
-        "public/TraceLens/mi300x_jax_conv_minimal_legacy",
-        "public/TraceLens/kineto/h100_bert-small-uncased.json.gz",
-        "public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz",
-    ] {
+    let mut inputs: Vec<std::path::PathBuf> = JAX_CPU_CAPTURES.iter().map(|n| jax_cpu(n)).collect();
+    for rel in SHARED_PROFILES {
         inputs.extend(shared(rel));
     }
     for input in inputs {

@@ -152,23 +152,9 @@ fn tpu_ops_get_module_program_and_cost_stats() {
 /// Every profile in the shared fixtures ingests (directories resolve to their capture).
 #[test]
 fn every_shared_fixture_ingests() {
-    let all = [
-        "jax_cpu/shape_churn",
-        "jax_cpu/transformer_lm",
-        "public/openxla-xprof/tpu_v6e_jax_inference",
-        "public/TraceLens/mi300x_jax08_conv",
-        "public/TraceLens/mi300x_jax08_elementwise",
-        "public/TraceLens/mi300x_jax08_gemm",
-        "public/TraceLens/mi300x_jax_conv_minimal_legacy",
-        "public/TraceLens/kineto/h100_bert-small-uncased.json.gz",
-        "public/TraceLens/kineto/mi300_bert-small-uncased.json.gz",
-        "public/HolisticTraceAnalysis/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-        "public/HolisticTraceAnalysis/critical_path",
-        "public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz",
-    ];
     let store = temp_dir("all");
     let mut expected = 0;
-    for rel in all {
+    for rel in SHARED_PROFILES {
         let Some(path) = shared(rel) else { continue };
         let o = profq(&["ingest", path.to_str().unwrap(), "--store", store.to_str().unwrap()]);
         assert!(o.status.success(), "{rel}: {}", stderr(&o));

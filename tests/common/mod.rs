@@ -13,6 +13,25 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The committed JAX CPU captures that have XProf oracles next to them.
+pub const JAX_CPU_CAPTURES: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"];
+
+/// Every profile of the shared fixtures, as inputs (capture dirs or trace files).
+pub const SHARED_PROFILES: &[&str] = &[
+    "jax_cpu/shape_churn",
+    "jax_cpu/transformer_lm",
+    "public/openxla-xprof/tpu_v6e_jax_inference",
+    "public/TraceLens/mi300x_jax08_conv",
+    "public/TraceLens/mi300x_jax08_elementwise",
+    "public/TraceLens/mi300x_jax08_gemm",
+    "public/TraceLens/mi300x_jax_conv_minimal_legacy",
+    "public/TraceLens/kineto/h100_bert-small-uncased.json.gz",
+    "public/TraceLens/kineto/mi300_bert-small-uncased.json.gz",
+    "public/HolisticTraceAnalysis/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    "public/HolisticTraceAnalysis/critical_path",
+    "public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz",
+];
+
 /// Our own small JAX CPU captures, committed under tests/data/jax_cpu.
 pub fn jax_cpu(name: &str) -> PathBuf {
     repo().join("tests/data/jax_cpu").join(name)
