@@ -108,7 +108,7 @@ fn json(batches: &[RecordBatch]) -> String {
 }
 
 /// A query answer for people: scalar fields as `key: value` lines, lists of objects as
-/// tables (columns in sorted key order), nested objects indented.
+/// tables (identifying columns first, then by name), nested objects indented.
 pub fn answer_table(answer: &serde_json::Value) -> String {
     use serde_json::Value;
     fn cell(v: &Value) -> String {
@@ -127,8 +127,10 @@ pub fn answer_table(answer: &serde_json::Value) -> String {
         match v {
             Value::Array(items) if items.iter().all(Value::is_object) && !items.is_empty() => {
                 out.push_str(&format!("{pad}{key}:\n"));
+                // Identifying columns first (in this order), then the rest by name.
+                const FIRST: &[&str] = &["ingest_order", "run_id", "host", "device", "step", "pass", "name", "payload_op", "op_name", "path", "region_path", "collective", "family", "direction", "kind", "candidate_id", "title"];
                 let mut cols: Vec<String> = items.iter().flat_map(|i| i.as_object().unwrap().keys().cloned()).collect();
-                cols.sort();
+                cols.sort_by_key(|c| (FIRST.iter().position(|f| f == c).unwrap_or(FIRST.len()), c.clone()));
                 cols.dedup();
                 let cells: Vec<Vec<String>> = items.iter().map(|i| cols.iter().map(|c| cell(&i[c.as_str()])).collect()).collect();
                 let widths: Vec<usize> = cols.iter().enumerate().map(|(k, c)| cells.iter().map(|r| r[k].chars().count()).max().unwrap_or(0).max(c.len())).collect();

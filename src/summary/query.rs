@@ -150,7 +150,10 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
     let share = |cat: &str| s["time_breakdown"][cat]["share_of_total"].as_f64().unwrap_or(0.0);
     match intent.query_type {
         "top_ops" => {
-            out.insert("results".into(), take(&s["hot_ops"], k));
+            // "top 3 ops" asks for 3, whatever --top-k says.
+            let w = words(question);
+            let asked = w.windows(2).find(|p| p[0] == "top").and_then(|p| p[1].parse::<usize>().ok());
+            out.insert("results".into(), take(&s["hot_ops"], asked.unwrap_or(k)));
         }
         "compute_vs_communication" => {
             let (comm, comp) = (share("communication"), share("compute"));
@@ -280,6 +283,9 @@ mod tests {
         assert_eq!(qt("is anything recompiling?"), "recompilation");
         assert_eq!(qt("which device is the straggler"), "stragglers");
         assert_eq!(qt("how did the step time change across runs?"), "trend");
+        let summary = serde_json::json!({"hot_ops": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}]});
+        assert_eq!(answer(&summary, "What are the top 3 ops?", 10)["results"].as_array().unwrap().len(), 3);
+        assert_eq!(answer(&summary, "What are the top ops?", 2)["results"].as_array().unwrap().len(), 2);
     }
 
     #[test]
