@@ -106,9 +106,19 @@ fn track_fails_on_a_step_time_regression_and_appends_history() {
     assert_eq!(lines.len(), 1);
     let rec: Value = serde_json::from_str(&lines[0]).unwrap();
     assert_eq!(rec["label"], "nightly");
-    // Summary-level compare of the same pair: median delta is exactly the shift.
+    // The same pair from its tables, and from two summary files: median delta is exactly the shift.
     let (c, _) = compare(&before, &after, &["--warmup-steps", "2"]);
     assert_eq!(c["step_time"]["steady_state_median_delta"].as_f64(), Some(30.0));
+    let (sb, sa) = (dir.join("before.summary.json"), dir.join("after.summary.json"));
+    for (input, out) in [(&before, &sb), (&after, &sa)] {
+        let o = profq(&["summarize", input.to_str().unwrap(), "--warmup-steps", "2", "--output", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let (c, o) = compare(&sb, &sa, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c["profq_comparison_level"], "summary");
+    assert_eq!(c["step_time"]["steady_state_median_delta"].as_f64(), Some(30.0));
+    assert_eq!(c["provenance_checks"]["status"], "pass");
 }
 
 #[test]

@@ -312,7 +312,8 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
         "source_format": source_format,
         "source_path": source_path,
         "run_metadata": {
-            "run_path": null, "run_id": run_id, "artifact_ref": null, "artifact_name": null,
+            // A profile summarized in memory has no store run id.
+            "run_path": null, "run_id": if run_id == crate::source::INPUT_RUN_ID { Value::Null } else { json!(run_id) }, "artifact_ref": null, "artifact_name": null,
             "hardware_type": device_kinds.first().cloned().unwrap_or_else(|| "CPU".into()),
             "mesh_or_topology": null, "git_sha": null, "config_hash": null,
             "num_devices": text(&overview, "num_devices"), "num_hosts": text(&overview, "num_hosts"),
