@@ -180,11 +180,5 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         return Err(IngestError::Store(e));
     }
     progress("");
-    Ok(Outcome::Ingested {
-        run_id,
-        events,
-        ops,
-        steps,
-        warnings: loaded.capture.meta.quality_warnings.clone(),
-    })
+    Ok(Outcome::Ingested { run_id, events, ops, steps, warnings: loaded.capture.meta.quality_warnings.clone() })
 }

@@ -7,12 +7,12 @@
 use clap::{Parser, Subcommand};
 use profq::compare::{self, bundle, track, track::Thresholds, CompareOptions};
 use profq::engine::{queries, Engine};
-use profq::source::{self, SourceError};
-use profq::summary::{self, BreakdownMode, SummaryOptions};
-use std::collections::BTreeMap;
 use profq::ingest::{self, IngestError, IngestOptions, Outcome};
 use profq::render::{self, Format};
+use profq::source::{self, SourceError};
+use profq::summary::{self, BreakdownMode, SummaryOptions};
 use profq::tables::schema;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -186,7 +186,10 @@ impl PairArgs {
         self.store.clone().unwrap_or_else(profq::store::default_root)
     }
     fn options(&self) -> CompareOptions {
-        CompareOptions { top_k: self.top_k, summary: SummaryOptions { warmup_steps: self.warmup_steps, hot_op_limit: self.top_k.max(25), ..SummaryOptions::default() } }
+        CompareOptions {
+            top_k: self.top_k,
+            summary: SummaryOptions { warmup_steps: self.warmup_steps, hot_op_limit: self.top_k.max(25), ..SummaryOptions::default() },
+        }
     }
 }
 
@@ -276,7 +279,8 @@ async fn run_compare(pair: &PairArgs) -> Result<serde_json::Value, ExitCode> {
     let a = compare::load_side(&pair.after, &pair.store()).await.map_err(source_failure)?;
     let result = compare::compare(b, a, &pair.options()).await.map_err(|e| fail(4, e))?;
     if pair.strict_provenance && result["provenance_checks"]["status"] == "fail" {
-        let msgs: Vec<String> = result["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(|m| m.as_str().map(str::to_string)).collect();
+        let msgs: Vec<String> =
+            result["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(|m| m.as_str().map(str::to_string)).collect();
         return Err(fail(5, format!("Provenance checks failed. {}", msgs.join(" "))));
     }
     Ok(result)
@@ -349,10 +353,7 @@ fn emit(text: &str, output: Option<&std::path::Path>) -> ExitCode {
 }
 
 fn key_values(pairs: &[String], flag: &str) -> Result<BTreeMap<String, String>, String> {
-    pairs
-        .iter()
-        .map(|p| p.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("{flag} {p:?}: expected KEY=VALUE")))
-        .collect()
+    pairs.iter().map(|p| p.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("{flag} {p:?}: expected KEY=VALUE"))).collect()
 }
 
 fn main() -> ExitCode {
@@ -548,7 +549,19 @@ fn main() -> ExitCode {
             Err(e) => fail(3, format!("{}: {e}", history.display())),
         },
         Command::Bundle { pair, output_dir, history, label, output, thresholds } => runtime().block_on(async {
-            match bundle::write_bundle(&pair.before, &pair.after, &pair.store(), &output_dir, &pair.options(), &thresholds.thresholds(), label.as_deref(), history.as_deref(), pair.strict_provenance).await {
+            match bundle::write_bundle(
+                &pair.before,
+                &pair.after,
+                &pair.store(),
+                &output_dir,
+                &pair.options(),
+                &thresholds.thresholds(),
+                label.as_deref(),
+                history.as_deref(),
+                pair.strict_provenance,
+            )
+            .await
+            {
                 Ok(manifest) => emit(&summary::to_json_text(&manifest), output.as_deref()),
                 Err(bundle::BundleError::Source(e)) => source_failure(e),
                 Err(bundle::BundleError::Provenance(m)) => fail(5, m),

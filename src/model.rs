@@ -168,9 +168,17 @@ impl EventChunk {
         if self.local_strings.is_empty() {
             return;
         }
-        let remap: Vec<u32> =
-            (0..self.local_strings.len() as u32).map(|i| pool.intern(self.local_strings.get(i).unwrap())).collect();
-        for col in [&mut self.name, &mut self.display_name, &mut self.category, &mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.src, &mut self.arg_key] {
+        let remap: Vec<u32> = (0..self.local_strings.len() as u32).map(|i| pool.intern(self.local_strings.get(i).unwrap())).collect();
+        for col in [
+            &mut self.name,
+            &mut self.display_name,
+            &mut self.category,
+            &mut self.hlo_op,
+            &mut self.hlo_module,
+            &mut self.tf_op,
+            &mut self.src,
+            &mut self.arg_key,
+        ] {
             for id in col.iter_mut() {
                 if *id != NO_STR && *id & LOCAL_TAG != 0 {
                     *id = remap[(*id & !LOCAL_TAG) as usize];
@@ -225,10 +233,7 @@ impl EventChunk {
     /// Returns true if anything moved. Stable, so equal events keep file order.
     pub fn sort_within_lines(&mut self) -> bool {
         let n = self.len();
-        let sorted = (1..n).all(|i| {
-            self.line[i - 1] != self.line[i]
-                || (self.start_ns[i - 1], -self.dur_ns[i - 1]) <= (self.start_ns[i], -self.dur_ns[i])
-        });
+        let sorted = (1..n).all(|i| self.line[i - 1] != self.line[i] || (self.start_ns[i - 1], -self.dur_ns[i - 1]) <= (self.start_ns[i], -self.dur_ns[i]));
         if sorted {
             return false;
         }

@@ -22,7 +22,12 @@ fn mlp_before_after_is_a_significant_improvement_and_names_the_eager_ops() {
     assert_eq!(c["profq_step_noise"]["verdict"], "improved", "{}", c["profq_step_noise"]);
     let delta = c["step_time"]["steady_state_median_delta"].as_f64().unwrap();
     assert!(delta < -15_000.0, "median delta {delta} µs");
-    let gone: Vec<String> = c["profq_ops"]["disappeared"].as_array().unwrap().iter().map(|r| format!("{} {}", r["name_before"].as_str().unwrap_or(""), r["scope_path"].as_str().unwrap_or(""))).collect();
+    let gone: Vec<String> = c["profq_ops"]["disappeared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{} {}", r["name_before"].as_str().unwrap_or(""), r["scope_path"].as_str().unwrap_or("")))
+        .collect();
     for eager in ["jit(add)", "jit(sqrt)", "jit(true_divide)", "jit(integer_pow)"] {
         assert!(gone.iter().any(|g| g.contains(eager)), "{eager} not among disappeared ops: {gone:?}");
     }
@@ -35,13 +40,24 @@ fn bundle_writes_every_file() {
     let out = temp_dir("bundle");
     let history = out.join("h/history.jsonl");
     let o = profq(&[
-        "bundle", "--before", jax_cpu("mlp_before").to_str().unwrap(), "--after", jax_cpu("mlp_after").to_str().unwrap(),
-        "--output-dir", out.join("b").to_str().unwrap(), "--history", history.to_str().unwrap(), "--label", "bundle-test",
+        "bundle",
+        "--before",
+        jax_cpu("mlp_before").to_str().unwrap(),
+        "--after",
+        jax_cpu("mlp_after").to_str().unwrap(),
+        "--output-dir",
+        out.join("b").to_str().unwrap(),
+        "--history",
+        history.to_str().unwrap(),
+        "--label",
+        "bundle-test",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let m: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(["pass", "warn", "fail"].contains(&m["status"].as_str().unwrap()));
-    for key in ["before_summary_path", "after_summary_path", "comparison_path", "tracking_path", "before_report_path", "after_report_path", "comparison_report_path"] {
+    for key in
+        ["before_summary_path", "after_summary_path", "comparison_path", "tracking_path", "before_report_path", "after_report_path", "comparison_report_path"]
+    {
         let p = m[key].as_str().unwrap_or_else(|| panic!("manifest lacks {key}"));
         assert!(std::fs::metadata(p).unwrap().len() > 0, "{key}");
     }
@@ -53,7 +69,11 @@ fn bundle_writes_every_file() {
 
 #[test]
 fn kineto_h100_vs_mi300_warns_on_device_kind_and_compares_kernels() {
-    let (Some(h100), Some(mi300)) = (shared("public/TraceLens/kineto/h100_bert-small-uncased.json.gz"), shared("public/TraceLens/kineto/mi300_bert-small-uncased.json.gz")) else { return };
+    let (Some(h100), Some(mi300)) =
+        (shared("public/TraceLens/kineto/h100_bert-small-uncased.json.gz"), shared("public/TraceLens/kineto/mi300_bert-small-uncased.json.gz"))
+    else {
+        return;
+    };
     let (c, o) = compare(&h100, &mi300, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(c["provenance_checks"]["status"], "warn");
@@ -82,7 +102,8 @@ fn identical_capture_fails_strict_provenance_and_repeat_capture_is_noise() {
 fn steps_trace(dir: &Path, name: &str, first: f64) -> std::path::PathBuf {
     let path = dir.join(format!("{name}.trace.json.gz"));
     let labels = ["0", "1", "2", "3", "4", "5"];
-    let mut events: Vec<(i64, i64, &str, f64, f64, &str)> = labels.iter().enumerate().map(|(i, n)| (1, 1, *n, i as f64 * 1000.0, first + 10.0 * i as f64, "")).collect();
+    let mut events: Vec<(i64, i64, &str, f64, f64, &str)> =
+        labels.iter().enumerate().map(|(i, n)| (1, 1, *n, i as f64 * 1000.0, first + 10.0 * i as f64, "")).collect();
     events.push((1, 2, "fusion.1", 0.0, 50.0, ""));
     write_trace_json(&path, &[(1, "/device:TPU:0")], &[(1, 1, "Steps"), (1, 2, "XLA Ops")], &events);
     path
@@ -95,8 +116,19 @@ fn track_fails_on_a_step_time_regression_and_appends_history() {
     let after = steps_trace(&dir, "after", 130.0);
     let history = dir.join("history.jsonl");
     let o = profq(&[
-        "track", "--before", before.to_str().unwrap(), "--after", after.to_str().unwrap(), "--warmup-steps", "2",
-        "--max-step-median-regression-pct", "5", "--label", "nightly", "--history", history.to_str().unwrap(),
+        "track",
+        "--before",
+        before.to_str().unwrap(),
+        "--after",
+        after.to_str().unwrap(),
+        "--warmup-steps",
+        "2",
+        "--max-step-median-regression-pct",
+        "5",
+        "--label",
+        "nightly",
+        "--history",
+        history.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let r: Value = serde_json::from_str(&stdout(&o)).unwrap();

@@ -180,7 +180,15 @@ fn corrupt_hlo_protos_are_warnings_not_failures() {
     let stat_id = 1;
     metadata.stat_metadata.insert(stat_id, XStatMetadata { id: stat_id, name: "Hlo Proto".into(), description: String::new() });
     for (id, bytes) in [(1i64, vec![0xff, 0xff, 0xff]), (2, vec![0x0a, 0x80, 0x80, 0x80, 0x80, 0x10])] {
-        metadata.event_metadata.insert(id, XEventMetadata { id, name: format!("jit_bad({id})"), stats: vec![XStat { metadata_id: stat_id, bytes_value: Some(bytes), ..Default::default() }], ..Default::default() });
+        metadata.event_metadata.insert(
+            id,
+            XEventMetadata {
+                id,
+                name: format!("jit_bad({id})"),
+                stats: vec![XStat { metadata_id: stat_id, bytes_value: Some(bytes), ..Default::default() }],
+                ..Default::default()
+            },
+        );
     }
     let mut cpu = PlaneBuilder::new(2, "/host:CPU");
     cpu.line(1, "tf_XLAEigen/1", &[("fusion.1", 0, 10, &[("hlo_op", V::Str("fusion.1")), ("hlo_module", V::Str("jit_bad")), ("program_id", V::I(1))])]);

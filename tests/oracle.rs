@@ -5,7 +5,6 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-
 /// Event counts and total durations per (plane, line, event) equal XProf's
 /// `aggregate_xplane_events --group_by=plane,line,event`.
 fn check_event_aggregates(xplane: &Path, oracle_dir: &Path) {

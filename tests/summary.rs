@@ -90,7 +90,17 @@ fn reference_trace_breakdown_steps_and_hot_ops() {
     let r1 = stdout(&profq(&["report", trace.to_str().unwrap()]));
     let r2 = stdout(&profq(&["report", trace.to_str().unwrap()]));
     assert_eq!(r1, r2);
-    for section in ["# Profile Report (profile_summary.v1)", "## Trace Overview", "## Time Breakdown (`exclusive_duration_per_track`)", "## Pre-Op Gaps", "## Gap Context (Region-First)", "## Hierarchical Regions", "Inclusive %", "Exclusive %", "## Optimization Candidates"] {
+    for section in [
+        "# Profile Report (profile_summary.v1)",
+        "## Trace Overview",
+        "## Time Breakdown (`exclusive_duration_per_track`)",
+        "## Pre-Op Gaps",
+        "## Gap Context (Region-First)",
+        "## Hierarchical Regions",
+        "Inclusive %",
+        "Exclusive %",
+        "## Optimization Candidates",
+    ] {
         assert!(r1.contains(section), "report lacks {section}");
     }
     assert!(r1.ends_with("\n") && !r1.ends_with("\n\n"));
@@ -188,7 +198,9 @@ fn scope_rules_wrappers_blacklist_donated_and_copy_labels() {
     assert_eq!(f(&region("_train_step=>apply_rotary_embedding")["exclusive_duration"]), 100.0);
     assert!(regions.iter().all(|r| !r["path"].as_str().unwrap().contains("shard_map") && !r["path"].as_str().unwrap().contains("pallas_call")));
     let contexts = s["gap_region_contexts"].as_array().unwrap();
-    let label = |op: &str| contexts.iter().find(|c| c["op_name"] == op).map(|c| c["region_path"].clone()).unwrap_or_else(|| panic!("no context for {op}: {contexts:?}"));
+    let label = |op: &str| {
+        contexts.iter().find(|c| c["op_name"] == op).map(|c| c["region_path"].clone()).unwrap_or_else(|| panic!("no context for {op}: {contexts:?}"))
+    };
     assert_eq!(label("copy.7"), "copy(model.params.blocks[0].attn.w_k)");
     assert_eq!(label("copy.1"), "copy");
     let q = query(&path, "show context for op copy.1");
@@ -407,7 +419,20 @@ fn every_real_fixture_summarizes() {
     for input in inputs {
         let s = summarize(&input, &[]);
         assert_eq!(s["schema_version"], "profile_summary.v1", "{}", input.display());
-        for key in ["run_metadata", "trace_overview", "trace_provenance", "step_time", "time_breakdown", "hot_ops", "semantic_families", "communication_ops", "gap_before_ops", "hierarchical_regions", "gap_region_contexts", "optimization_candidates"] {
+        for key in [
+            "run_metadata",
+            "trace_overview",
+            "trace_provenance",
+            "step_time",
+            "time_breakdown",
+            "hot_ops",
+            "semantic_families",
+            "communication_ops",
+            "gap_before_ops",
+            "hierarchical_regions",
+            "gap_region_contexts",
+            "optimization_candidates",
+        ] {
             assert!(s.get(key).is_some(), "{}: missing {key}", input.display());
         }
         assert!(!s["optimization_candidates"].as_array().unwrap().is_empty());

@@ -9,8 +9,12 @@ fn multi_device_collectives_have_every_kind_with_correct_kinds() {
     let dir = jax_cpu("multi_device_dp");
     let store = temp_dir("coll");
     ingest(&store, &xplane_of(&dir), "dp");
-    let rows = sql(&store, "SELECT hlo_module, hlo_op, kind, count(*) AS n, count(DISTINCT device) AS devices FROM collectives GROUP BY hlo_module, hlo_op, kind ORDER BY hlo_op");
-    let got: BTreeSet<(String, String, String)> = rows.iter().map(|r| (as_str(&r["hlo_module"]).into(), as_str(&r["hlo_op"]).into(), as_str(&r["kind"]).into())).collect();
+    let rows = sql(
+        &store,
+        "SELECT hlo_module, hlo_op, kind, count(*) AS n, count(DISTINCT device) AS devices FROM collectives GROUP BY hlo_module, hlo_op, kind ORDER BY hlo_op",
+    );
+    let got: BTreeSet<(String, String, String)> =
+        rows.iter().map(|r| (as_str(&r["hlo_module"]).into(), as_str(&r["hlo_op"]).into(), as_str(&r["kind"]).into())).collect();
     for (module, op, kind) in [
         ("jit_train_step", "reduce_scatter.7", "reduce-scatter"),
         ("jit_train_step", "all_gather.3", "all-gather"),
@@ -80,7 +84,11 @@ fn xplane_and_trace_json_of_one_capture_agree() {
         }
         let top = "SELECT hlo_op, count(*) AS n, sum(dur_ns) AS t FROM ops WHERE run_id = '$RUN' GROUP BY hlo_op ORDER BY t DESC, hlo_op LIMIT 10";
         let (tx, tj) = (q("x", top), q("j", top));
-        assert_eq!(tx.iter().map(|r| (r["hlo_op"].clone(), r["n"].clone())).collect::<Vec<_>>(), tj.iter().map(|r| (r["hlo_op"].clone(), r["n"].clone())).collect::<Vec<_>>(), "{name}");
+        assert_eq!(
+            tx.iter().map(|r| (r["hlo_op"].clone(), r["n"].clone())).collect::<Vec<_>>(),
+            tj.iter().map(|r| (r["hlo_op"].clone(), r["n"].clone())).collect::<Vec<_>>(),
+            "{name}"
+        );
         let events = q("x", "SELECT count(*) AS n FROM events WHERE run_id = '$RUN'");
         let events_j = q("j", "SELECT count(*) AS n FROM events WHERE run_id = '$RUN'");
         assert_eq!(events, events_j, "{name}: every xplane event is in the JSON");

@@ -138,12 +138,19 @@ fn provenance(b: &Value, a: &Value) -> Value {
 }
 
 fn class_rows(doc: &Value) -> Vec<Value> {
-    doc["step_time"]["classes"].as_array().into_iter().flatten().map(|c| json!({
-        "name": c["name"], "count": c["count"], "fraction_of_steady": c["fraction_of_steady"],
-        "median_duration": c["duration_stats"]["median"], "p90_duration": c["duration_stats"]["p90"],
-        "representative_step": c["representative_step"], "representative_duration": c["representative_duration"],
-        "periodicity": c["periodicity"],
-    })).collect()
+    doc["step_time"]["classes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!({
+                "name": c["name"], "count": c["count"], "fraction_of_steady": c["fraction_of_steady"],
+                "median_duration": c["duration_stats"]["median"], "p90_duration": c["duration_stats"]["p90"],
+                "representative_step": c["representative_step"], "representative_duration": c["representative_duration"],
+                "periodicity": c["periodicity"],
+            })
+        })
+        .collect()
 }
 
 fn by_key<'a>(list: &'a Value, key: &str) -> std::collections::BTreeMap<String, &'a Value> {
@@ -157,24 +164,30 @@ pub fn compare_summaries(b: &Value, a: &Value, top_k: usize) -> Map<String, Valu
     out.insert("after_source".into(), a["source_path"].clone());
     out.insert("provenance_checks".into(), provenance(b, a));
     let st = |d: &Value, k: &str| f(&d["step_time"]["steady_state_steps"][k]);
-    out.insert("step_time".into(), json!({
-        "steady_state_median_before": st(b, "median"), "steady_state_median_after": st(a, "median"),
-        "steady_state_median_delta": delta(st(b, "median"), st(a, "median")),
-        "steady_state_p90_before": st(b, "p90"), "steady_state_p90_after": st(a, "p90"),
-        "steady_state_p90_delta": delta(st(b, "p90"), st(a, "p90")),
-    }));
+    out.insert(
+        "step_time".into(),
+        json!({
+            "steady_state_median_before": st(b, "median"), "steady_state_median_after": st(a, "median"),
+            "steady_state_median_delta": delta(st(b, "median"), st(a, "median")),
+            "steady_state_p90_before": st(b, "p90"), "steady_state_p90_after": st(a, "p90"),
+            "steady_state_p90_delta": delta(st(b, "p90"), st(a, "p90")),
+        }),
+    );
     let (cb, ca) = (class_rows(b), class_rows(a));
     let mut names: Vec<String> = cb.iter().chain(&ca).filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
     names.sort();
     names.dedup();
     let find = |rows: &[Value], n: &str| rows.iter().find(|c| c["name"] == n).cloned().unwrap_or(Value::Null);
-    let class_delta: Vec<Value> = names.iter().map(|n| {
-        let (x, y) = (find(&cb, n), find(&ca, n));
-        json!({"name": n, "count_before": x["count"], "count_after": y["count"], "fraction_before": x["fraction_of_steady"],
+    let class_delta: Vec<Value> = names
+        .iter()
+        .map(|n| {
+            let (x, y) = (find(&cb, n), find(&ca, n));
+            json!({"name": n, "count_before": x["count"], "count_after": y["count"], "fraction_before": x["fraction_of_steady"],
                "fraction_after": y["fraction_of_steady"], "median_before": x["median_duration"], "median_after": y["median_duration"],
                "median_delta": delta(f(&x["median_duration"]), f(&y["median_duration"])),
                "median_regression_pct": pct_delta(f(&x["median_duration"]), f(&y["median_duration"]))})
-    }).collect();
+        })
+        .collect();
     out.insert("step_classes".into(), json!({"before": cb, "after": ca, "delta": class_delta}));
     let mut shares = Map::new();
     for k in ["compute", "communication", "host", "stall", "other"] {
@@ -185,17 +198,19 @@ pub fn compare_summaries(b: &Value, a: &Value, top_k: usize) -> Map<String, Valu
     let mut fams: Vec<&String> = fb.keys().chain(fa.keys()).collect();
     fams.sort();
     fams.dedup();
-    let families: Vec<Value> = fams.iter().map(|fam| {
-        let (x, y) = (fb.get(*fam).copied().unwrap_or(&Value::Null), fa.get(*fam).copied().unwrap_or(&Value::Null));
-        let (eb, ea) = (f(&x["exclusive_duration"]).or(Some(0.0)), f(&y["exclusive_duration"]).or(Some(0.0)));
-        let (wb, wa) = (f(&x["flop_proxy_total"]), f(&y["flop_proxy_total"]));
-        let time_ratio = ratio(eb, ea);
-        let work_ratio = ratio(wb, wa);
-        let efficiency = match (f(&time_ratio), f(&work_ratio)) {
-            (Some(t), Some(w)) if w > 0.0 => json!(t / w),
-            _ => Value::Null,
-        };
-        json!({"family": fam, "exclusive_before": eb, "exclusive_after": ea, "exclusive_duration_delta": delta(eb, ea),
+    let families: Vec<Value> = fams
+        .iter()
+        .map(|fam| {
+            let (x, y) = (fb.get(*fam).copied().unwrap_or(&Value::Null), fa.get(*fam).copied().unwrap_or(&Value::Null));
+            let (eb, ea) = (f(&x["exclusive_duration"]).or(Some(0.0)), f(&y["exclusive_duration"]).or(Some(0.0)));
+            let (wb, wa) = (f(&x["flop_proxy_total"]), f(&y["flop_proxy_total"]));
+            let time_ratio = ratio(eb, ea);
+            let work_ratio = ratio(wb, wa);
+            let efficiency = match (f(&time_ratio), f(&work_ratio)) {
+                (Some(t), Some(w)) if w > 0.0 => json!(t / w),
+                _ => Value::Null,
+            };
+            json!({"family": fam, "exclusive_before": eb, "exclusive_after": ea, "exclusive_duration_delta": delta(eb, ea),
                "exclusive_regression_pct": pct_delta(eb, ea), "flop_proxy_total_before": wb, "flop_proxy_total_after": wa,
                "flop_proxy_ratio": work_ratio.clone(), "time_per_flop_proxy_before": x["time_per_flop_proxy"],
                "time_per_flop_proxy_after": y["time_per_flop_proxy"],
@@ -203,7 +218,8 @@ pub fn compare_summaries(b: &Value, a: &Value, top_k: usize) -> Map<String, Valu
                "time_ratio": time_ratio, "work_ratio": work_ratio, "efficiency_ratio": efficiency,
                "example_before": x["example_op"], "example_after": y["example_op"],
                "shape_signature_before": x["dominant_shape_signature"], "shape_signature_after": y["dominant_shape_signature"]})
-    }).collect();
+        })
+        .collect();
     out.insert("semantic_family_delta".into(), Value::Array(families));
     let (ob, oa) = (by_key(&b["hot_ops"], "name"), by_key(&a["hot_ops"], "name"));
     let mut ops: Vec<(String, f64, f64)> = Vec::new();
@@ -262,16 +278,18 @@ pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOpt
             out.insert("regressed_ops".into(), reg);
             out.insert("improved_ops".into(), imp);
             let to_us = |rows: &[crate::summary::Row], keys: &[&str]| -> Vec<Value> {
-                rows.iter().map(|r| {
-                    let mut m = r.clone();
-                    for k in keys {
-                        if let Some(v) = r.get(*k).and_then(Value::as_f64) {
-                            m.insert(k.replace("_ns", "_us"), json!(v / 1000.0));
-                            m.remove(*k);
+                rows.iter()
+                    .map(|r| {
+                        let mut m = r.clone();
+                        for k in keys {
+                            if let Some(v) = r.get(*k).and_then(Value::as_f64) {
+                                m.insert(k.replace("_ns", "_us"), json!(v / 1000.0));
+                                m.remove(*k);
+                            }
                         }
-                    }
-                    Value::Object(m)
-                }).collect()
+                        Value::Object(m)
+                    })
+                    .collect()
             };
             let kinds = |kind: &str| ops.iter().filter(|r| r.get("match_kind").and_then(Value::as_str) == Some(kind)).cloned().collect::<Vec<_>>();
             let time_keys = ["self_before_ns", "self_after_ns", "delta_ns"];
@@ -286,7 +304,9 @@ pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOpt
             let regions = an.rows("compare_regions", &params).await?;
             out.insert("profq_regions".into(), json!(to_us(&regions.into_iter().take(opts.top_k).collect::<Vec<_>>(), &["before_ns", "after_ns", "delta_ns"])));
             let warmup = ("warmup_steps", opts.summary.warmup_steps.to_string());
-            let steady = |rows: Vec<crate::summary::Row>| rows.iter().filter(|r| r.get("warmup").and_then(Value::as_bool) == Some(false)).map(|r| us(r, "dur_ns")).collect::<Vec<f64>>();
+            let steady = |rows: Vec<crate::summary::Row>| {
+                rows.iter().filter(|r| r.get("warmup").and_then(Value::as_bool) == Some(false)).map(|r| us(r, "dur_ns")).collect::<Vec<f64>>()
+            };
             let db = steady(Analyst { engine: &engine, run_id: "before" }.rows("step_durations", &[warmup.clone()]).await?);
             let da = steady(Analyst { engine: &engine, run_id: "after" }.rows("step_durations", &[warmup]).await?);
             out.insert("profq_step_noise".into(), stats::step_verdict(&db, &da));

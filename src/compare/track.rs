@@ -17,7 +17,12 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { max_step_median_regression_pct: 5.0, max_step_p90_regression_pct: 10.0, max_communication_share_regression_abs: 0.05, max_stall_share_regression_abs: 0.05 }
+        Thresholds {
+            max_step_median_regression_pct: 5.0,
+            max_step_p90_regression_pct: 10.0,
+            max_communication_share_regression_abs: 0.05,
+            max_stall_share_regression_abs: 0.05,
+        }
     }
 }
 
@@ -66,9 +71,7 @@ pub fn now_utc() -> String {
 /// §6.3: the record of one tracked comparison.
 pub fn record(assessment: &Value, label: Option<&str>) -> Value {
     let c = &assessment["comparison"];
-    let side = |which: &str| {
-        json!({"source_path": c[format!("{which}_source")], "run_path": null, "run_id": c["provenance_checks"][format!("{which}_run_id")], "artifact_ref": null})
-    };
+    let side = |which: &str| json!({"source_path": c[format!("{which}_source")], "run_path": null, "run_id": c["provenance_checks"][format!("{which}_run_id")], "artifact_ref": null});
     json!({"recorded_at_utc": now_utc(), "label": label, "before": side("before"), "after": side("after"), "assessment": assessment})
 }
 

@@ -97,10 +97,7 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
 /// Names a profiler gives its files; other JSON in a directory (summaries, configs) is not a trace.
 fn is_profiler_file(p: &Path) -> bool {
     let n = file_name(p);
-    n.ends_with(".xplane.pb")
-        || ["trace.json", "trace.json.gz"].iter().any(|s| n.ends_with(s))
-        || n == "perfetto_trace.json.gz"
-        || n == "perfetto_trace.json"
+    n.ends_with(".xplane.pb") || ["trace.json", "trace.json.gz"].iter().any(|s| n.ends_with(s)) || n == "perfetto_trace.json.gz" || n == "perfetto_trace.json"
 }
 
 /// Directories under `root` (itself included) that directly hold profiler files, depth-limited.
@@ -134,9 +131,8 @@ fn log_dir_name(session: &Path) -> String {
 pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
     let meta = std::fs::metadata(input).map_err(|e| input_err(input, format!("cannot open: {e}")))?;
     if meta.is_file() {
-        let kind = kind_of_file(input).or_else(|| sniff_kind(input)).ok_or_else(|| {
-            input_err(input, "not a profile: expected *.xplane.pb, *.json or *.json.gz")
-        })?;
+        let kind =
+            kind_of_file(input).or_else(|| sniff_kind(input)).ok_or_else(|| input_err(input, "not a profile: expected *.xplane.pb, *.json or *.json.gz"))?;
         let hint = match log_dir_name(input.parent().unwrap_or(Path::new(""))) {
             n if input.components().any(|c| c.as_os_str() == "plugins") => n,
             _ => host_of_file(input),
@@ -239,9 +235,8 @@ pub fn load(resolved: &Resolved) -> Result<Loaded, InputError> {
     match load_files(&resolved.files, resolved) {
         Ok(l) => Ok(l),
         Err(e) if !resolved.fallback.is_empty() => {
-            let mut l = load_files(&resolved.fallback, resolved).map_err(|e2| {
-                input_err(&e.path, format!("{}; fallback trace JSON failed too: {e2}", e.what))
-            })?;
+            let mut l =
+                load_files(&resolved.fallback, resolved).map_err(|e2| input_err(&e.path, format!("{}; fallback trace JSON failed too: {e2}", e.what)))?;
             l.capture.meta.quality_warnings.insert(0, format!("XPlane not used ({e}); read the trace JSON instead"));
             Ok(l)
         }

@@ -122,7 +122,22 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
     if !state.saw_events_key {
         return Err("not a trace: JSON has no `traceEvents` array".into());
     }
-    let State { chunk, lines: _, line_list, process_names, thread_names, open_b, total, dropped_flows, unmatched_e, bad_times, display_time_unit, base_time_ns, device_kinds, .. } = state;
+    let State {
+        chunk,
+        lines: _,
+        line_list,
+        process_names,
+        thread_names,
+        open_b,
+        total,
+        dropped_flows,
+        unmatched_e,
+        bad_times,
+        display_time_unit,
+        base_time_ns,
+        device_kinds,
+        ..
+    } = state;
     for k in device_kinds {
         if !capture.meta.device_kinds.contains(&k) {
             capture.meta.device_kinds.push(k);
@@ -214,9 +229,10 @@ pub fn decode_trace_json<R: std::io::Read>(reader: R, host: &str, capture: &mut 
     }
     if KNOWN_EXPORT_CAPS.contains(&total) || KNOWN_EXPORT_CAPS.contains(&(total - 1)) {
         capture.meta.suspected_truncation = true;
-        capture.meta.quality_warnings.push(format!(
-            "trace JSON holds {total} events, a known exporter cap: later events were probably dropped; read the xplane.pb instead"
-        ));
+        capture
+            .meta
+            .quality_warnings
+            .push(format!("trace JSON holds {total} events, a known exporter cap: later events were probably dropped; read the xplane.pb instead"));
     }
     capture.meta.num_events_total += total;
     if capture.meta.display_time_unit.is_none() {

@@ -196,11 +196,7 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
 
         let plane_index = capture.planes.len() as u32;
         let kind = plane_kind(&name);
-        let device = if kind == PlaneKind::Device {
-            capture.strings.intern(name.trim_start_matches("/device:"))
-        } else {
-            NO_STR
-        };
+        let device = if kind == PlaneKind::Device { capture.strings.intern(name.trim_start_matches("/device:")) } else { NO_STR };
         let plane_name = capture.strings.intern(&name);
         capture.planes.push(Plane { host, name: plane_name, kind, device });
 
@@ -296,11 +292,7 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
                 }
             }
             let chosen = if !dname.is_empty() { dname } else { lname };
-            let line_name = if chosen.is_empty() {
-                format!("xline:{}", capture.lines.len())
-            } else {
-                String::from_utf8_lossy(chosen).into_owned()
-            };
+            let line_name = if chosen.is_empty() { format!("xline:{}", capture.lines.len()) } else { String::from_utf8_lossy(chosen).into_owned() };
             capture.meta.num_events_total += evs.len() as i64;
             let line_index = capture.lines.len() as u32;
             capture.lines.push(Line { plane: plane_index, line_id: id, name: capture.strings.intern(&line_name) });

@@ -41,7 +41,8 @@ pub fn table_schema(t: &schema::Table) -> datafusion::arrow::datatypes::SchemaRe
 
 impl Engine {
     pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
-        let config = SessionConfig::new().with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).with_information_schema(true);
+        let config =
+            SessionConfig::new().with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).with_information_schema(true);
         let ctx = SessionContext::new_with_config(config);
         for t in schema::TABLES {
             let dir = store_root.join(t.name);

@@ -96,11 +96,8 @@ impl NamedQuery {
                     _ => return None,
                 };
                 let rest: Vec<&str> = words.collect();
-                let (default, doc) = if rest.first() == Some(&"=") && rest.len() >= 2 {
-                    (Some(rest[1].to_string()), rest[2..].join(" "))
-                } else {
-                    (None, rest.join(" "))
-                };
+                let (default, doc) =
+                    if rest.first() == Some(&"=") && rest.len() >= 2 { (Some(rest[1].to_string()), rest[2..].join(" ")) } else { (None, rest.join(" ")) };
                 Some(Param { name, kind, default, doc })
             })
             .collect()
@@ -152,7 +149,8 @@ mod tests {
     #[test]
     fn every_query_file_is_registered_and_documented() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
-        let mut files: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".sql").to_string()).collect();
+        let mut files: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".sql").to_string()).collect();
         files.sort();
         let mut names: Vec<String> = QUERIES.iter().map(|q| q.name.to_string()).collect();
         names.sort();

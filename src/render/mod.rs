@@ -128,12 +128,31 @@ pub fn answer_table(answer: &serde_json::Value) -> String {
             Value::Array(items) if items.iter().all(Value::is_object) && !items.is_empty() => {
                 out.push_str(&format!("{pad}{key}:\n"));
                 // Identifying columns first (in this order), then the rest by name.
-                const FIRST: &[&str] = &["ingest_order", "run_id", "host", "device", "step", "pass", "name", "payload_op", "op_name", "path", "region_path", "collective", "family", "direction", "kind", "candidate_id", "title"];
+                const FIRST: &[&str] = &[
+                    "ingest_order",
+                    "run_id",
+                    "host",
+                    "device",
+                    "step",
+                    "pass",
+                    "name",
+                    "payload_op",
+                    "op_name",
+                    "path",
+                    "region_path",
+                    "collective",
+                    "family",
+                    "direction",
+                    "kind",
+                    "candidate_id",
+                    "title",
+                ];
                 let mut cols: Vec<String> = items.iter().flat_map(|i| i.as_object().unwrap().keys().cloned()).collect();
                 cols.sort_by_key(|c| (FIRST.iter().position(|f| f == c).unwrap_or(FIRST.len()), c.clone()));
                 cols.dedup();
                 let cells: Vec<Vec<String>> = items.iter().map(|i| cols.iter().map(|c| cell(&i[c.as_str()])).collect()).collect();
-                let widths: Vec<usize> = cols.iter().enumerate().map(|(k, c)| cells.iter().map(|r| r[k].chars().count()).max().unwrap_or(0).max(c.len())).collect();
+                let widths: Vec<usize> =
+                    cols.iter().enumerate().map(|(k, c)| cells.iter().map(|r| r[k].chars().count()).max().unwrap_or(0).max(c.len())).collect();
                 let line = |vals: Vec<&str>| vals.iter().zip(&widths).map(|(v, w)| format!("{v:w$}")).collect::<Vec<_>>().join("  ");
                 out.push_str(&format!("{pad}  {}\n", line(cols.iter().map(String::as_str).collect())));
                 for r in &cells {

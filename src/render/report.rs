@@ -58,7 +58,9 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
 
     let m = &s["run_metadata"];
     let _ = writeln!(o, "## Run Metadata\n");
-    for (label, key) in [("Run", "run_id"), ("Artifact", "artifact_ref"), ("Hardware", "hardware_type"), ("Topology", "mesh_or_topology"), ("Git SHA", "git_sha")] {
+    for (label, key) in
+        [("Run", "run_id"), ("Artifact", "artifact_ref"), ("Hardware", "hardware_type"), ("Topology", "mesh_or_topology"), ("Git SHA", "git_sha")]
+    {
         let _ = writeln!(o, "- {label}: {}", known(&m[key]));
     }
     let _ = writeln!(o, "- Generated At (UTC): {}\n", known(&s["generated_at_utc"]));
@@ -102,7 +104,17 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
             &["Class", "Count", "Fraction", "Median", "P90", "Representative Step", "Periodicity"],
             classes
                 .iter()
-                .map(|c| vec![plain(&c["name"]), plain(&c["count"]), pct(&c["fraction_of_steady"]), dur(&c["duration_stats"]["median"]), dur(&c["duration_stats"]["p90"]), plain(&c["representative_step"]), plain(&c["periodicity"])])
+                .map(|c| {
+                    vec![
+                        plain(&c["name"]),
+                        plain(&c["count"]),
+                        pct(&c["fraction_of_steady"]),
+                        dur(&c["duration_stats"]["median"]),
+                        dur(&c["duration_stats"]["p90"]),
+                        plain(&c["representative_step"]),
+                        plain(&c["periodicity"]),
+                    ]
+                })
                 .collect(),
         );
     }
@@ -133,7 +145,15 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
             .map(|r| {
                 let total = root_total(r["path"].as_str().unwrap_or(""));
                 let share = |key: &str| if total > 0.0 { serde_json::json!(r[key].as_f64().unwrap_or(0.0) / total) } else { Value::Null };
-                vec![name(&r["path"]), plain(&r["depth"]), plain(&r["count"]), dur(&r["inclusive_duration"]), pct(&share("inclusive_duration")), dur(&r["exclusive_duration"]), pct(&share("exclusive_duration"))]
+                vec![
+                    name(&r["path"]),
+                    plain(&r["depth"]),
+                    plain(&r["count"]),
+                    dur(&r["inclusive_duration"]),
+                    pct(&share("inclusive_duration")),
+                    dur(&r["exclusive_duration"]),
+                    pct(&share("exclusive_duration")),
+                ]
             })
             .collect(),
     );
@@ -144,7 +164,18 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
         &["Op", "Canonical", "Category", "Count", "Exclusive", "Avg", "Shape Signature", "HLO/TF Path"],
         rows(&s["hot_ops"], k)
             .iter()
-            .map(|h| vec![name(&h["name"]), name(&h["canonical_name"]), plain(&h["category"]), plain(&h["count"]), dur(&h["exclusive_duration"]), dur(&h["avg_duration"]), name(&h["shape_signature"]), name(&h["tf_op_path"])])
+            .map(|h| {
+                vec![
+                    name(&h["name"]),
+                    name(&h["canonical_name"]),
+                    plain(&h["category"]),
+                    plain(&h["count"]),
+                    dur(&h["exclusive_duration"]),
+                    dur(&h["avg_duration"]),
+                    name(&h["shape_signature"]),
+                    name(&h["tf_op_path"]),
+                ]
+            })
             .collect(),
     );
 
@@ -155,7 +186,18 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
         &["Family", "Count", "Exclusive", "Share", "Avg Exclusive", "FLOP Proxy Total", "Time/FLOP Proxy", "Example Op"],
         rows(&s["semantic_families"], k)
             .iter()
-            .map(|f| vec![plain(&f["family"]), plain(&f["count"]), dur(&f["exclusive_duration"]), pct(&f["share_of_total"]), dur(&f["avg_exclusive_duration"]), sci(&f["flop_proxy_total"]), sci(&f["time_per_flop_proxy"]), name(&f["example_op"])])
+            .map(|f| {
+                vec![
+                    plain(&f["family"]),
+                    plain(&f["count"]),
+                    dur(&f["exclusive_duration"]),
+                    pct(&f["share_of_total"]),
+                    dur(&f["avg_exclusive_duration"]),
+                    sci(&f["flop_proxy_total"]),
+                    sci(&f["time_per_flop_proxy"]),
+                    name(&f["example_op"]),
+                ]
+            })
             .collect(),
     );
 
@@ -165,7 +207,17 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
         &["Collective", "Count", "Total", "Avg", "Exposed", "Exposed %", "GB/s"],
         rows(&s["profq_collectives"], k)
             .iter()
-            .map(|c| vec![plain(&c["collective"]), plain(&c["count"]), dur(&c["total_duration"]), dur(&c["total_duration"].as_f64().zip(c["count"].as_f64()).map(|(t, n)| serde_json::json!(t / n)).unwrap_or(Value::Null)), dur(&c["exposed_duration"]), pct(&c["exposed_share"]), dur(&c["gbytes_per_s"])])
+            .map(|c| {
+                vec![
+                    plain(&c["collective"]),
+                    plain(&c["count"]),
+                    dur(&c["total_duration"]),
+                    dur(&c["total_duration"].as_f64().zip(c["count"].as_f64()).map(|(t, n)| serde_json::json!(t / n)).unwrap_or(Value::Null)),
+                    dur(&c["exposed_duration"]),
+                    pct(&c["exposed_share"]),
+                    dur(&c["gbytes_per_s"]),
+                ]
+            })
             .collect(),
     );
 
@@ -175,7 +227,16 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
         &["Payload Op", "Marker Op", "Count", "Total Gap", "Max Gap", "Avg Gap"],
         rows(&s["gap_before_ops"], k)
             .iter()
-            .map(|g| vec![name(&g["payload_op"]), name(&g["marker_op"]), plain(&g["count"]), dur(&g["total_gap_duration"]), dur(&g["max_gap_duration"]), dur(&g["avg_gap_duration"])])
+            .map(|g| {
+                vec![
+                    name(&g["payload_op"]),
+                    name(&g["marker_op"]),
+                    plain(&g["count"]),
+                    dur(&g["total_gap_duration"]),
+                    dur(&g["max_gap_duration"]),
+                    dur(&g["avg_gap_duration"]),
+                ]
+            })
             .collect(),
     );
 
@@ -201,7 +262,13 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
                 let mut top: Vec<(&String, &i64)> = ops.iter().collect();
                 top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
                 let names: Vec<String> = top.iter().take(3).map(|(o, _)| o.to_string()).collect();
-                vec![name(&Value::String(path.clone())), n.to_string(), format!("{total:.3}"), format!("{:.3}", if *n > 0 { total / *n as f64 } else { 0.0 }), names.join(", ")]
+                vec![
+                    name(&Value::String(path.clone())),
+                    n.to_string(),
+                    format!("{total:.3}"),
+                    format!("{:.3}", if *n > 0 { total / *n as f64 } else { 0.0 }),
+                    names.join(", "),
+                ]
             })
             .collect(),
     );
@@ -213,7 +280,9 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
         &["Pass", "Region Path", "Depth", "Count", "Inclusive", "Share of Root"],
         rows(&s["profq_regions_by_pass"], k)
             .iter()
-            .map(|r| vec![plain(&r["pass"]), name(&r["path"]), plain(&r["depth"]), plain(&r["count"]), dur(&r["inclusive_duration"]), pct(&r["inclusive_share"])])
+            .map(|r| {
+                vec![plain(&r["pass"]), name(&r["path"]), plain(&r["depth"]), plain(&r["count"]), dur(&r["inclusive_duration"]), pct(&r["inclusive_share"])]
+            })
             .collect(),
     );
     let rc = &s["profq_recompilation"];
@@ -225,7 +294,12 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
         table(
             &mut o,
             &["Step", "Compile Time", "Share of Step", "Events", "Example"],
-            compiles.iter().map(|c| vec![plain(&c["step"]), dur(&c["compile_duration"]), pct(&c["compile_share_of_step"]), plain(&c["compile_events"]), name(&c["example"])]).collect(),
+            compiles
+                .iter()
+                .map(|c| {
+                    vec![plain(&c["step"]), dur(&c["compile_duration"]), pct(&c["compile_share_of_step"]), plain(&c["compile_events"]), name(&c["example"])]
+                })
+                .collect(),
         );
     }
     for m in rows(&rc["modules_with_several_programs"], k) {
@@ -235,13 +309,17 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     table(
         &mut o,
         &["Direction", "On Device", "Count", "Total", "Example"],
-        rows(&s["profq_transfers"], k).iter().map(|t| vec![plain(&t["direction"]), plain(&t["on_device"]), plain(&t["count"]), dur(&t["total_duration"]), name(&t["example"])]).collect(),
+        rows(&s["profq_transfers"], k)
+            .iter()
+            .map(|t| vec![plain(&t["direction"]), plain(&t["on_device"]), plain(&t["count"]), dur(&t["total_duration"]), name(&t["example"])])
+            .collect(),
     );
     let tk = &s["profq_tiny_kernels"];
     let idle = &s["profq_device_idle"];
     let _ = writeln!(o, "## Launch-Bound Steps and Idle Devices\n");
     let _ = writeln!(o, "- Launch-bound steady steps: {} of {}", plain(&tk["launch_bound_steps"]), plain(&tk["steady_steps"]));
-    let _ = writeln!(o, "- Ops per step: {}; tiny (< {} µs) share: {}", dur(&tk["avg_ops_per_step"]), plain(&tk["tiny_threshold_us"]), pct(&tk["avg_tiny_share"]));
+    let _ =
+        writeln!(o, "- Ops per step: {}; tiny (< {} µs) share: {}", dur(&tk["avg_ops_per_step"]), plain(&tk["tiny_threshold_us"]), pct(&tk["avg_tiny_share"]));
     let _ = writeln!(o, "- Average device idle share of a steady step: {} (max {})\n", pct(&idle["avg_idle_share"]), pct(&idle["max_idle_share"]));
     let _ = writeln!(o, "## Per-Device Step Skew\n");
     table(
@@ -249,7 +327,17 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
         &["Host", "Device", "Steps", "Avg Active", "Avg Lag", "Max Lag", "Times Slowest"],
         rows(&s["profq_per_device"], k)
             .iter()
-            .map(|d| vec![plain(&d["host"]), plain(&d["device"]), plain(&d["steps"]), dur(&d["avg_active_duration"]), dur(&d["avg_lag_duration"]), dur(&d["max_lag_duration"]), plain(&d["times_slowest"])])
+            .map(|d| {
+                vec![
+                    plain(&d["host"]),
+                    plain(&d["device"]),
+                    plain(&d["steps"]),
+                    dur(&d["avg_active_duration"]),
+                    dur(&d["avg_lag_duration"]),
+                    dur(&d["max_lag_duration"]),
+                    plain(&d["times_slowest"]),
+                ]
+            })
             .collect(),
     );
 
@@ -296,14 +384,32 @@ pub fn comparison_markdown(c: &Value, top_k: usize) -> String {
     );
     let n = &c["profq_step_noise"];
     if n.is_object() {
-        let _ = writeln!(o, "Verdict: **{}** (median delta {}, 95% CI [{}, {}], Mann-Whitney p = {}; {} vs {} steady steps)\n", plain(&n["verdict"]), dur(&n["median_delta"]), dur(&n["ci95_low"]), dur(&n["ci95_high"]), dur(&n["mann_whitney_p"]), plain(&n["n_before"]), plain(&n["n_after"]));
+        let _ = writeln!(
+            o,
+            "Verdict: **{}** (median delta {}, 95% CI [{}, {}], Mann-Whitney p = {}; {} vs {} steady steps)\n",
+            plain(&n["verdict"]),
+            dur(&n["median_delta"]),
+            dur(&n["ci95_low"]),
+            dur(&n["ci95_high"]),
+            dur(&n["mann_whitney_p"]),
+            plain(&n["n_before"]),
+            plain(&n["n_after"])
+        );
     }
     let _ = writeln!(o, "## Time Breakdown Share Delta\n");
     let sd = &c["time_breakdown_share_delta"];
-    table(&mut o, &["Category", "Share Delta"], ["compute", "communication", "host", "stall", "other"].iter().map(|k| vec![k.to_string(), pct(&sd[*k])]).collect());
+    table(
+        &mut o,
+        &["Category", "Share Delta"],
+        ["compute", "communication", "host", "stall", "other"].iter().map(|k| vec![k.to_string(), pct(&sd[*k])]).collect(),
+    );
     for (title, key) in [("Regressed Ops", "regressed_ops"), ("Improved Ops", "improved_ops")] {
         let _ = writeln!(o, "## {title}\n");
-        table(&mut o, &["Op", "Before", "After", "Delta"], rows(&c[key], k).iter().map(|r| vec![name(&r["name"]), dur(&r["before"]), dur(&r["after"]), dur(&r["delta"])]).collect());
+        table(
+            &mut o,
+            &["Op", "Before", "After", "Delta"],
+            rows(&c[key], k).iter().map(|r| vec![name(&r["name"]), dur(&r["before"]), dur(&r["after"]), dur(&r["delta"])]).collect(),
+        );
     }
     let ops = &c["profq_ops"];
     if ops.is_object() {
@@ -313,21 +419,54 @@ pub fn comparison_markdown(c: &Value, top_k: usize) -> String {
             table(
                 &mut o,
                 &["Op", "Scope", "Per Step Before", "Per Step After"],
-                list.iter().take(k).map(|r| vec![name(if r["name_before"].is_null() { &r["name_after"] } else { &r["name_before"] }), name(&r["scope_path"]), dur(&r["self_before_us"]), dur(&r["self_after_us"])]).collect(),
+                list.iter()
+                    .take(k)
+                    .map(|r| {
+                        vec![
+                            name(if r["name_before"].is_null() { &r["name_after"] } else { &r["name_before"] }),
+                            name(&r["scope_path"]),
+                            dur(&r["self_before_us"]),
+                            dur(&r["self_after_us"]),
+                        ]
+                    })
+                    .collect(),
             );
         }
         let _ = writeln!(o, "## Regions (per step)\n");
         table(
             &mut o,
             &["Pass", "Region", "Before", "After", "Delta", "Delta %"],
-            rows(&c["profq_regions"], k).iter().map(|r| vec![plain(&r["pass"]), name(&r["path"]), dur(&r["before_us"]), dur(&r["after_us"]), dur(&r["delta_us"]), r["delta_pct"].as_f64().map_or("n/a".into(), |v| format!("{v:.2}%"))]).collect(),
+            rows(&c["profq_regions"], k)
+                .iter()
+                .map(|r| {
+                    vec![
+                        plain(&r["pass"]),
+                        name(&r["path"]),
+                        dur(&r["before_us"]),
+                        dur(&r["after_us"]),
+                        dur(&r["delta_us"]),
+                        r["delta_pct"].as_f64().map_or("n/a".into(), |v| format!("{v:.2}%")),
+                    ]
+                })
+                .collect(),
         );
     }
     let _ = writeln!(o, "## Semantic Families\n");
     table(
         &mut o,
         &["Family", "Before", "After", "Delta", "Regression %"],
-        rows(&c["semantic_family_delta"], k).iter().map(|r| vec![plain(&r["family"]), dur(&r["exclusive_before"]), dur(&r["exclusive_after"]), dur(&r["exclusive_duration_delta"]), r["exclusive_regression_pct"].as_f64().map_or("n/a".into(), |v| format!("{v:.2}%"))]).collect(),
+        rows(&c["semantic_family_delta"], k)
+            .iter()
+            .map(|r| {
+                vec![
+                    plain(&r["family"]),
+                    dur(&r["exclusive_before"]),
+                    dur(&r["exclusive_after"]),
+                    dur(&r["exclusive_duration_delta"]),
+                    r["exclusive_regression_pct"].as_f64().map_or("n/a".into(), |v| format!("{v:.2}%")),
+                ]
+            })
+            .collect(),
     );
     o.trim_end().to_string() + "\n"
 }

@@ -116,8 +116,15 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
             "recompilation",
             "XLA compiles inside training steps",
             format!("{} step(s) compiled during the capture; the longest compile took {worst:.3} µs.", compiles.len()),
-            vec![format!("Steps with compilation: {}", steps.join(", ")), format!("Modules with several programs: {}", s["profq_recompilation"]["modules_with_several_programs"].as_array().map_or(0, |v| v.len()))],
-            &["Pad or bucket input shapes so a jitted function sees few distinct shapes.", "Mark shape-determining arguments static only when they rarely change.", "Warm up every shape before timing."],
+            vec![
+                format!("Steps with compilation: {}", steps.join(", ")),
+                format!("Modules with several programs: {}", s["profq_recompilation"]["modules_with_several_programs"].as_array().map_or(0, |v| v.len())),
+            ],
+            &[
+                "Pad or bucket input shapes so a jitted function sees few distinct shapes.",
+                "Mark shape-determining arguments static only when they rarely change.",
+                "Warm up every shape before timing.",
+            ],
         ));
     }
     let transfer_us: f64 = s["profq_transfers"].as_array().map_or(0.0, |v| v.iter().map(|t| t["total_duration"].as_f64().unwrap_or(0.0)).sum());
@@ -128,7 +135,11 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
             "Host-device transfers take noticeable time",
             format!("Transfers add up to {} of steady step time.", pct(transfer_us / steady_total)),
             vec![format!("Transfer time: {transfer_us:.3}")],
-            &["Keep data on device between steps.", "Prefetch inputs asynchronously (double-buffer device_put).", "Avoid device_get / np.asarray in the step loop."],
+            &[
+                "Keep data on device between steps.",
+                "Prefetch inputs asynchronously (double-buffer device_put).",
+                "Avoid device_get / np.asarray in the step loop.",
+            ],
         ));
     }
     let tiny = &s["profq_tiny_kernels"];

@@ -16,7 +16,18 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: &str = "profile_summary.v1";
 
 /// Top-level keys profq adds to the reference schema.
-pub const PROFQ_KEYS: &[&str] = &["profq_collectives", "profq_device_idle", "profq_per_device", "profq_per_host", "profq_producer", "profq_recompilation", "profq_regions_by_pass", "profq_tiny_kernels", "profq_transfers", "profq_version"];
+pub const PROFQ_KEYS: &[&str] = &[
+    "profq_collectives",
+    "profq_device_idle",
+    "profq_per_device",
+    "profq_per_host",
+    "profq_producer",
+    "profq_recompilation",
+    "profq_regions_by_pass",
+    "profq_tiny_kernels",
+    "profq_transfers",
+    "profq_version",
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BreakdownMode {
@@ -277,8 +288,10 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
     let transfers = a.rows("transfers", &[]).await?;
     let profq_transfers: Vec<Value> = transfers
         .iter()
-        .map(|r| json!({"direction": text(r, "direction"), "on_device": text(r, "on_device"), "count": text(r, "count"),
-                        "total_duration": us(r, "total_ns"), "bytes": text(r, "bytes"), "example": text(r, "example")}))
+        .map(|r| {
+            json!({"direction": text(r, "direction"), "on_device": text(r, "on_device"), "count": text(r, "count"),
+                        "total_duration": us(r, "total_ns"), "bytes": text(r, "bytes"), "example": text(r, "example")})
+        })
         .collect();
     let tiny = a.rows("tiny_kernels", &[warmup.clone()]).await?;
     let launch_bound = tiny.iter().filter(|r| r.get("launch_bound").and_then(Value::as_bool) == Some(true)).count();
@@ -302,7 +315,10 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
     let hint_values = |kind: &str| hints.iter().filter(|r| r.get("kind").and_then(Value::as_str) == Some(kind)).map(|r| text(r, "value")).collect::<Vec<_>>();
 
     if truncated && !all_warnings.iter().any(|w| w.contains("cap")) {
-        all_warnings.push(format!("Trace contains exactly {} complete events; this often indicates export truncation at a collector cap.", text(&overview, "num_complete_events")));
+        all_warnings.push(format!(
+            "Trace contains exactly {} complete events; this often indicates export truncation at a collector cap.",
+            text(&overview, "num_complete_events")
+        ));
     }
     // Reproducible: the capture's own start time, never the wall clock (epoch 0 when unknown).
     let start_epoch = run.get("start_epoch_ns").and_then(Value::as_i64).unwrap_or(0);

@@ -20,23 +20,123 @@ const COMM: &[&str] = &["comm", "communication", "collective", "collectives", "a
 
 /// In matching order.
 pub const INTENTS: &[Intent] = &[
-    Intent { query_type: "trend", all_of: &[&["change", "changed", "changes", "trend", "trends", "evolve", "evolved", "moved", "move"], &["runs", "across", "over", "history", "captures"]], queries: &["trends", "op_trend"], example: "How did fusion.3 change across runs?" },
-    Intent { query_type: "top_ops", all_of: &[&["top", "hot", "hottest", "slowest", "expensive", "costliest", "heaviest"], OPS], queries: &["hot_ops"], example: "What are the top 10 ops by exclusive time?" },
-    Intent { query_type: "compute_vs_communication", all_of: &[COMM, &["compute", "dominating", "dominant", "dominates", "dominate", "worst", "vs", "versus"]], queries: &["time_breakdown", "collectives_by_kind"], example: "Is comm or compute dominating? Which collective is worst?" },
-    Intent { query_type: "pre_op_gap", all_of: &[&["gap", "gaps", "idle", "waiting", "wait"], &["before"]], queries: &["pre_op_gaps", "gap_contexts"], example: "What is the gap before fusion.3?" },
-    Intent { query_type: "gap_region_context", all_of: &[&["context", "contexts", "contextualize"], &["gap", "gaps", "op", "copy", "ops"]], queries: &["gap_contexts"], example: "Show context for op copy.1" },
+    Intent {
+        query_type: "trend",
+        all_of: &[
+            &["change", "changed", "changes", "trend", "trends", "evolve", "evolved", "moved", "move"],
+            &["runs", "across", "over", "history", "captures"],
+        ],
+        queries: &["trends", "op_trend"],
+        example: "How did fusion.3 change across runs?",
+    },
+    Intent {
+        query_type: "top_ops",
+        all_of: &[&["top", "hot", "hottest", "slowest", "expensive", "costliest", "heaviest"], OPS],
+        queries: &["hot_ops"],
+        example: "What are the top 10 ops by exclusive time?",
+    },
+    Intent {
+        query_type: "compute_vs_communication",
+        all_of: &[COMM, &["compute", "dominating", "dominant", "dominates", "dominate", "worst", "vs", "versus"]],
+        queries: &["time_breakdown", "collectives_by_kind"],
+        example: "Is comm or compute dominating? Which collective is worst?",
+    },
+    Intent {
+        query_type: "pre_op_gap",
+        all_of: &[&["gap", "gaps", "idle", "waiting", "wait"], &["before"]],
+        queries: &["pre_op_gaps", "gap_contexts"],
+        example: "What is the gap before fusion.3?",
+    },
+    Intent {
+        query_type: "gap_region_context",
+        all_of: &[&["context", "contexts", "contextualize"], &["gap", "gaps", "op", "copy", "ops"]],
+        queries: &["gap_contexts"],
+        example: "Show context for op copy.1",
+    },
     Intent { query_type: "collective_breakdown", all_of: &[COMM], queries: &["collectives_by_kind"], example: "Break down the collectives" },
-    Intent { query_type: "recompilation", all_of: &[&["recompile", "recompiles", "recompilation", "recompiling", "compile", "compiles", "compilation", "retrace", "retracing", "churn"]], queries: &["recompilation", "shape_churn"], example: "Is anything recompiling during training?" },
-    Intent { query_type: "transfers", all_of: &[&["transfer", "transfers", "memcpy", "h2d", "d2h", "device_put", "copies", "infeed", "outfeed"]], queries: &["transfers"], example: "How much time goes to host-device transfers?" },
-    Intent { query_type: "tiny_kernels", all_of: &[&["tiny", "small", "launch", "dispatch", "launches"], &["kernel", "kernels", "ops", "op", "launch", "launches", "dispatch", "bound", "overhead"]], queries: &["tiny_kernels"], example: "Are steps launch-bound with many tiny kernels?" },
-    Intent { query_type: "stragglers", all_of: &[&["straggler", "stragglers", "skew", "imbalance", "slowest", "lagging", "lag"]], queries: &["step_skew"], example: "Which device is the straggler?" },
-    Intent { query_type: "step_jitter", all_of: &[&["jitter", "variance", "variation", "outlier", "outliers", "classes", "heavy", "light", "periodic", "periodicity", "spiky"]], queries: &["step_durations", "step_times"], example: "Is step time jittery? Are there heavy steps?" },
-    Intent { query_type: "device_idle", all_of: &[&["idle", "starved", "starving", "utilization", "utilisation", "busy", "underutilized"]], queries: &["device_idle", "pre_op_gaps"], example: "How idle is the device?" },
-    Intent { query_type: "step_time", all_of: &[&["step", "steps", "iteration", "throughput"]], queries: &["step_times", "step_durations"], example: "How long is a step?" },
-    Intent { query_type: "hierarchical_regions", all_of: &[&["region", "regions", "hierarchy", "hierarchical", "scope", "scopes", "layer", "layers", "forward", "backward"]], queries: &["hierarchical_regions", "regions"], example: "Show hierarchical regions" },
-    Intent { query_type: "bound_analysis", all_of: &[&["memory", "compute", "roofline"], &["bound", "roofline", "bandwidth"]], queries: &[], example: "Is it memory-bound or compute-bound?" },
-    Intent { query_type: "comparison_hint", all_of: &[&["improve", "improved", "regress", "regressed", "regression", "compare", "comparison", "diff", "changed", "before", "after"]], queries: &[], example: "Did this change improve anything?" },
-    Intent { query_type: "optimization_candidates", all_of: &[&["next", "try", "suggest", "suggestions", "recommend", "recommendations", "optimize", "optimise", "improve", "faster", "bottleneck", "bottlenecks", "fix"]], queries: &[], example: "What should we try next?" },
+    Intent {
+        query_type: "recompilation",
+        all_of: &[&["recompile", "recompiles", "recompilation", "recompiling", "compile", "compiles", "compilation", "retrace", "retracing", "churn"]],
+        queries: &["recompilation", "shape_churn"],
+        example: "Is anything recompiling during training?",
+    },
+    Intent {
+        query_type: "transfers",
+        all_of: &[&["transfer", "transfers", "memcpy", "h2d", "d2h", "device_put", "copies", "infeed", "outfeed"]],
+        queries: &["transfers"],
+        example: "How much time goes to host-device transfers?",
+    },
+    Intent {
+        query_type: "tiny_kernels",
+        all_of: &[
+            &["tiny", "small", "launch", "dispatch", "launches"],
+            &["kernel", "kernels", "ops", "op", "launch", "launches", "dispatch", "bound", "overhead"],
+        ],
+        queries: &["tiny_kernels"],
+        example: "Are steps launch-bound with many tiny kernels?",
+    },
+    Intent {
+        query_type: "stragglers",
+        all_of: &[&["straggler", "stragglers", "skew", "imbalance", "slowest", "lagging", "lag"]],
+        queries: &["step_skew"],
+        example: "Which device is the straggler?",
+    },
+    Intent {
+        query_type: "step_jitter",
+        all_of: &[&["jitter", "variance", "variation", "outlier", "outliers", "classes", "heavy", "light", "periodic", "periodicity", "spiky"]],
+        queries: &["step_durations", "step_times"],
+        example: "Is step time jittery? Are there heavy steps?",
+    },
+    Intent {
+        query_type: "device_idle",
+        all_of: &[&["idle", "starved", "starving", "utilization", "utilisation", "busy", "underutilized"]],
+        queries: &["device_idle", "pre_op_gaps"],
+        example: "How idle is the device?",
+    },
+    Intent {
+        query_type: "step_time",
+        all_of: &[&["step", "steps", "iteration", "throughput"]],
+        queries: &["step_times", "step_durations"],
+        example: "How long is a step?",
+    },
+    Intent {
+        query_type: "hierarchical_regions",
+        all_of: &[&["region", "regions", "hierarchy", "hierarchical", "scope", "scopes", "layer", "layers", "forward", "backward"]],
+        queries: &["hierarchical_regions", "regions"],
+        example: "Show hierarchical regions",
+    },
+    Intent {
+        query_type: "bound_analysis",
+        all_of: &[&["memory", "compute", "roofline"], &["bound", "roofline", "bandwidth"]],
+        queries: &[],
+        example: "Is it memory-bound or compute-bound?",
+    },
+    Intent {
+        query_type: "comparison_hint",
+        all_of: &[&["improve", "improved", "regress", "regressed", "regression", "compare", "comparison", "diff", "changed", "before", "after"]],
+        queries: &[],
+        example: "Did this change improve anything?",
+    },
+    Intent {
+        query_type: "optimization_candidates",
+        all_of: &[&[
+            "next",
+            "try",
+            "suggest",
+            "suggestions",
+            "recommend",
+            "recommendations",
+            "optimize",
+            "optimise",
+            "improve",
+            "faster",
+            "bottleneck",
+            "bottlenecks",
+            "fix",
+        ]],
+        queries: &[],
+        example: "What should we try next?",
+    },
 ];
 
 fn words(text: &str) -> Vec<String> {
@@ -79,7 +179,9 @@ pub fn target_after(question: &str, word: &str) -> Option<String> {
 pub fn trend_target(question: &str) -> Option<String> {
     let lower = question.to_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
-    let end = words.iter().position(|w| ["change", "changed", "changes", "trend", "evolve", "evolved", "moved", "move"].contains(&w.trim_matches(|c: char| !c.is_alphanumeric())))?;
+    let end = words.iter().position(|w| {
+        ["change", "changed", "changes", "trend", "evolve", "evolved", "moved", "move"].contains(&w.trim_matches(|c: char| !c.is_alphanumeric()))
+    })?;
     let start = words[..end].iter().rposition(|w| ["did", "has", "have", "does", "of", "is"].contains(w)).map_or(0, |k| k + 1);
     let target: Vec<&str> = words[start..end].iter().copied().filter(|w| !["the", "op", "ops", "time", "self"].contains(w)).collect();
     let target = target.join(" ").trim_matches(|c: char| "`\"'?.!,".contains(c)).to_string();
@@ -95,7 +197,10 @@ fn op_token(question: &str) -> Option<String> {
         .find(|t| {
             let Some(dot) = t.rfind('.') else { return false };
             let (head, tail) = (&t[..dot], &t[dot + 1..]);
-            !head.is_empty() && head.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '%') && !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit())
+            !head.is_empty()
+                && head.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '%')
+                && !tail.is_empty()
+                && tail.bytes().all(|b| b.is_ascii_digit())
         })
         .map(str::to_string)
 }
@@ -192,7 +297,10 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
             let regions = s["hierarchical_regions"].as_array().cloned().unwrap_or_default();
             let root_total = |path: &str| {
                 let root = path.split("=>").next().unwrap_or(path);
-                regions.iter().find(|r| r["path"] == root).and_then(|r| r["inclusive_duration"].as_f64())
+                regions
+                    .iter()
+                    .find(|r| r["path"] == root)
+                    .and_then(|r| r["inclusive_duration"].as_f64())
                     .or_else(|| regions.iter().filter(|r| r["depth"] == 1).filter_map(|r| r["inclusive_duration"].as_f64()).reduce(f64::max))
                     .unwrap_or(0.0)
             };

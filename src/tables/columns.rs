@@ -37,8 +37,7 @@ impl<'a> DictEncoder<'a> {
         for id in used {
             self.remap[id as usize] = -1;
         }
-        let dict = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), Arc::new(StringArray::from(values)))
-            .expect("dictionary keys are in range");
+        let dict = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), Arc::new(StringArray::from(values))).expect("dictionary keys are in range");
         Arc::new(dict)
     }
 }
@@ -69,11 +68,7 @@ pub fn text_list(rows: &[Vec<String>]) -> ArrayRef {
 
 /// Map<Utf8, Utf8> array from per-row entry offsets, keys and values.
 pub fn text_map(offsets: Vec<i32>, keys: ArrayRef, values: ArrayRef) -> ArrayRef {
-    let entries = StructArray::new(
-        vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Utf8, true)].into(),
-        vec![keys, values],
-        None,
-    );
+    let entries = StructArray::new(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Utf8, true)].into(), vec![keys, values], None);
     let field = Arc::new(Field::new("entries", entries.data_type().clone(), false));
     Arc::new(MapArray::new(field, OffsetBuffer::new(ScalarBuffer::from(offsets)), entries, None, false))
 }

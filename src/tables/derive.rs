@@ -245,7 +245,8 @@ fn split_scope(path: &str) -> Vec<&str> {
     out
 }
 
-const TRANSFORMS: &[&str] = &["jvp", "transpose", "vmap", "remat", "checkpoint", "pmap", "xmap", "custom_jvp_call", "custom_vjp_call", "named", "named_call", "jit", "pjit"];
+const TRANSFORMS: &[&str] =
+    &["jvp", "transpose", "vmap", "remat", "checkpoint", "pmap", "xmap", "custom_jvp_call", "custom_vjp_call", "named", "named_call", "jit", "pjit"];
 
 /// Scope components that are runtime plumbing, not user scopes (the reference's blacklist).
 fn is_plumbing(component: &str) -> bool {
@@ -259,7 +260,22 @@ fn is_plumbing(component: &str) -> bool {
     }
     let norm = norm.trim_matches('_');
     norm.is_empty()
-        || matches!(norm, "xla" | "xla_ops" | "xla_modules" | "xla_traceme" | "xla_trace_me" | "pallas_call" | "shard_map" | "call" | "closed_call" | "execute" | "launch" | "tpu_launch" | "command_buffer")
+        || matches!(
+            norm,
+            "xla"
+                | "xla_ops"
+                | "xla_modules"
+                | "xla_traceme"
+                | "xla_trace_me"
+                | "pallas_call"
+                | "shard_map"
+                | "call"
+                | "closed_call"
+                | "execute"
+                | "launch"
+                | "tpu_launch"
+                | "command_buffer"
+        )
         || ["pjrt", "xla_", "tpu_", "stream_executor"].iter().any(|p| norm.starts_with(p))
         || ["launch", "execute", "thunk", "runtime"].iter().any(|p| norm.contains(p))
 }
@@ -774,11 +790,8 @@ fn collect_steps(capture: &Capture) -> Vec<Step> {
                 }
             } else if plane.kind == PlaneKind::Device && capture.str(line.name) == Some("Steps") {
                 let seq = seq_by_line.entry(chunk.line[i]).or_insert(0);
-                let number = if chunk.step[i] != NULL_I64 {
-                    chunk.step[i]
-                } else {
-                    capture.str(chunk.name[i]).and_then(|n| n.trim().parse().ok()).unwrap_or(*seq)
-                };
+                let number =
+                    if chunk.step[i] != NULL_I64 { chunk.step[i] } else { capture.str(chunk.name[i]).and_then(|n| n.trim().parse().ok()).unwrap_or(*seq) };
                 *seq += 1;
                 device_steps.push(new_step(plane.host, plane.device, number, chunk.name[i], s, e, "device_steps_line"));
             }
@@ -850,7 +863,10 @@ mod tests {
 
     #[test]
     fn scope_paths_and_passes() {
-        assert_eq!(scope_of("jit(train_step)/jvp(forward)/layer_0/attention/qkv/dot_general"), (Some("train_step/forward/layer_0/attention/qkv/dot_general".into()), "forward"));
+        assert_eq!(
+            scope_of("jit(train_step)/jvp(forward)/layer_0/attention/qkv/dot_general"),
+            (Some("train_step/forward/layer_0/attention/qkv/dot_general".into()), "forward")
+        );
         assert_eq!(
             scope_of("jit(train_step)/backward/transpose(jvp(forward))/layer_0/attention/context/dot_general"),
             (Some("train_step/backward/forward/layer_0/attention/context/dot_general".into()), "backward")

@@ -59,13 +59,8 @@ pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
 pub fn events_batches(capture: &Capture) -> Result<Vec<RecordBatch>> {
     let bases = derive::chunk_bases(capture);
     std::thread::scope(|s| {
-        let handles: Vec<_> = capture
-            .chunks
-            .iter()
-            .zip(bases)
-            .filter(|(c, _)| !c.is_empty())
-            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base)))
-            .collect();
+        let handles: Vec<_> =
+            capture.chunks.iter().zip(bases).filter(|(c, _)| !c.is_empty()).map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base))).collect();
         handles.into_iter().map(|h| h.join().expect("events batch builder panicked")).collect::<Result<Vec<_>>>()
     })
 }
@@ -228,7 +223,10 @@ fn ops_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
     let ops = &d.ops;
     let local = |ids: &mut dyn Iterator<Item = u32>| -> ArrayRef {
         let keys: Int32Array = ids.map(|id| (id != NO_STR).then_some(id as i32)).collect();
-        Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, Arc::new(StringArray::from_iter_values(d.strings.values.iter()))).expect("local string ids are in range"))
+        Arc::new(
+            DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, Arc::new(StringArray::from_iter_values(d.strings.values.iter())))
+                .expect("local string ids are in range"),
+        )
     };
     let region_paths = local(&mut ops.iter().map(|o| o.region_path));
     let sources = local(&mut ops.iter().map(|o| o.source));

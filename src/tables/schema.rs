@@ -244,9 +244,7 @@ pub fn table(name: &str) -> Option<&'static Table> {
 
 /// Arrow schema of a table as stored in Parquet (without the run_id partition column).
 pub fn arrow_schema(table: &Table) -> SchemaRef {
-    Arc::new(Schema::new(
-        table.columns.iter().map(|c| Field::new(c.name, c.ty.data_type(), c.nullable)).collect::<Vec<_>>(),
-    ))
+    Arc::new(Schema::new(table.columns.iter().map(|c| Field::new(c.name, c.ty.data_type(), c.nullable)).collect::<Vec<_>>()))
 }
 
 /// Markdown documentation of every table (the content of `docs/schema.md`).
