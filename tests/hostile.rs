@@ -202,3 +202,19 @@ fn corrupt_hlo_protos_are_warnings_not_failures() {
     assert_eq!(ops.len(), 1);
     assert!(ops[0]["opcode"].is_null());
 }
+
+#[test]
+fn fuzz_regressions_decode_without_panicking() {
+    for (target, ext) in [("xplane", "xplane.pb"), ("trace_json", "json")] {
+        let dir = repo().join("tests/data/fuzz_regressions").join(target);
+        let work = temp_dir("fuzz-regression");
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let path = work.join(format!("{}.{ext}", entry.file_name().to_string_lossy()));
+            std::fs::copy(entry.path(), &path).unwrap();
+            let _ = decode_file(&path);
+        }
+    }
+}
