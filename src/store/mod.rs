@@ -233,8 +233,13 @@ fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::Recor
         .set_max_row_group_row_count(Some(1 << 20))
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_dictionary_enabled(false);
-    for c in contract.columns.iter().filter(|c| c.ty == schema::Col::Name) {
-        props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
+    for c in contract.columns.iter() {
+        match c.ty {
+            schema::Col::Name => props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true),
+            // Ids and times grow along the rows: delta encoding makes them small before zstd.
+            schema::Col::Int => props = props.set_column_encoding(ColumnPath::from(c.name), parquet::basic::Encoding::DELTA_BINARY_PACKED),
+            _ => {}
+        }
     }
     props = props.set_column_dictionary_enabled(ColumnPath::from(vec!["args".to_string(), "entries".to_string(), "key".to_string()]), true);
     let props = props.build();
