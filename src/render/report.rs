@@ -131,10 +131,6 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     );
 
     let regions = s["hierarchical_regions"].as_array().cloned().unwrap_or_default();
-    let root_total = |path: &str| -> f64 {
-        let root = path.split("=>").next().unwrap_or(path);
-        regions.iter().find(|r| r["path"] == root).and_then(|r| r["inclusive_duration"].as_f64()).unwrap_or(0.0)
-    };
     let _ = writeln!(o, "## Hierarchical Regions\n");
     table(
         &mut o,
@@ -143,7 +139,7 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
             .iter()
             .take(k)
             .map(|r| {
-                let total = root_total(r["path"].as_str().unwrap_or(""));
+                let total = crate::summary::region_root_total(&regions, r["path"].as_str().unwrap_or(""));
                 let share = |key: &str| if total > 0.0 { serde_json::json!(r[key].as_f64().unwrap_or(0.0) / total) } else { Value::Null };
                 vec![
                     name(&r["path"]),

@@ -387,6 +387,18 @@ async fn unnest(engine: &Engine, run_id: &str, column: &str) -> Result<Vec<Strin
     Ok(rows.iter().filter_map(|r| r.get("v").and_then(Value::as_str).map(str::to_string)).collect())
 }
 
+/// Inclusive time of the root (first `=>` component) of a hierarchical region path, the
+/// denominator of region shares; the largest root when that root is not listed (reference §3.9).
+pub fn region_root_total(regions: &[Value], path: &str) -> f64 {
+    let root = path.split("=>").next().unwrap_or(path);
+    regions
+        .iter()
+        .find(|r| r["path"] == root)
+        .and_then(|r| r["inclusive_duration"].as_f64())
+        .or_else(|| regions.iter().filter(|r| r["depth"] == 1).filter_map(|r| r["inclusive_duration"].as_f64()).reduce(f64::max))
+        .unwrap_or(0.0)
+}
+
 /// Serialises a summary: sorted keys, indent 2, trailing newline (the reference's convention).
 pub fn to_json_text(doc: &Value) -> String {
     let mut s = serde_json::to_string_pretty(doc).unwrap_or_default();

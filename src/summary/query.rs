@@ -295,21 +295,12 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
         }
         "hierarchical_regions" => {
             let regions = s["hierarchical_regions"].as_array().cloned().unwrap_or_default();
-            let root_total = |path: &str| {
-                let root = path.split("=>").next().unwrap_or(path);
-                regions
-                    .iter()
-                    .find(|r| r["path"] == root)
-                    .and_then(|r| r["inclusive_duration"].as_f64())
-                    .or_else(|| regions.iter().filter(|r| r["depth"] == 1).filter_map(|r| r["inclusive_duration"].as_f64()).reduce(f64::max))
-                    .unwrap_or(0.0)
-            };
             let results: Vec<Value> = regions
                 .iter()
                 .take(k)
                 .map(|r| {
                     let mut e = r.clone();
-                    let total = root_total(r["path"].as_str().unwrap_or(""));
+                    let total = super::region_root_total(&regions, r["path"].as_str().unwrap_or(""));
                     let sh = |key: &str| if total > 0.0 { r[key].as_f64().unwrap_or(0.0) / total } else { 0.0 };
                     e["inclusive_share_of_total"] = json!(sh("inclusive_duration"));
                     e["exclusive_share_of_total"] = json!(sh("exclusive_duration"));

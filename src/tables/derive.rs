@@ -378,10 +378,6 @@ fn covered(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
     total.max(0)
 }
 
-fn merged_len(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
-    covered(merged, s, e)
-}
-
 /// Interns the strings the derivation looks up by value (CPU device names, module names
 /// of `XLA Modules` events, `hlo_category` and the `name` stat that replaces a generic
 /// tf_op), so that the derivation itself can read the capture immutably.
@@ -848,8 +844,8 @@ fn fill_step_activity(steps: &mut [Step], ops: &[Op]) {
     }
     for s in steps.iter_mut() {
         let key = (s.host, s.device);
-        let busy = all.get(&key).map_or(0, |m| merged_len(m, s.start_ns, s.end_ns));
-        let comp = compute.get(&key).map_or(0, |m| merged_len(m, s.start_ns, s.end_ns));
+        let busy = all.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
+        let comp = compute.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
         s.busy_ns = busy;
         s.compute_ns = comp;
         s.communication_ns = busy - comp;
