@@ -45,11 +45,9 @@ pub async fn load_side(spec: &str, store: &Path) -> Result<Side, SourceError> {
     if !st.run_exists(spec) {
         return Err(SourceError::NoRun(format!("{spec:?} is neither a file nor a run in {} (runs: {})", store.display(), st.run_ids().join(", "))));
     }
-    let engine = Engine::open(store).await.map_err(SourceError::Query)?;
-    let tables = engine.run_tables(spec).await.map_err(SourceError::Query)?;
-    let runs = engine.sql(&format!("SELECT source_path FROM runs WHERE run_id = '{}'", spec.replace('\'', "''"))).await.map_err(SourceError::Query)?;
-    let source_path = crate::render::rows(&runs).first().and_then(|r| r["source_path"].as_str().map(str::to_string)).unwrap_or_default();
-    Ok(Side::Tables { tables, source_path, run_id: Some(spec.to_string()) })
+    let opened = crate::source::open(&crate::source::Source::Run { store: store.to_path_buf(), run_id: spec.to_string() }).await?;
+    let tables = opened.engine.run_tables(spec).await.map_err(SourceError::Query)?;
+    Ok(Side::Tables { tables, source_path: opened.source_path, run_id: Some(spec.to_string()) })
 }
 
 #[derive(Clone, Debug)]
