@@ -16,7 +16,14 @@ fn compare(before: &Path, after: &Path, extra: &[&str]) -> (Value, std::process:
 
 #[test]
 fn mlp_before_after_is_a_significant_improvement_and_names_the_eager_ops() {
-    let (c, o) = compare(&jax_cpu("mlp_before"), &jax_cpu("mlp_after"), &[]);
+    // The same workloads captured on CPU and on an H100.
+    for dir in [jax_cpu as fn(&str) -> std::path::PathBuf, jax_gpu] {
+        check_mlp_before_after(&dir("mlp_before"), &dir("mlp_after"));
+    }
+}
+
+fn check_mlp_before_after(before: &std::path::Path, after: &std::path::Path) {
+    let (c, o) = compare(before, after, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(c["profq_comparison_level"], "tables");
     assert_eq!(c["profq_step_noise"]["verdict"], "improved", "{}", c["profq_step_noise"]);

@@ -410,9 +410,37 @@ fn xplane_and_json_summaries_of_real_captures_agree() {
     }
 }
 
+/// The same on NVIDIA GPU captures, where the step runs as a CUDA graph (XLA command buffer):
+/// with and without HLO metadata, hot ops are the kernels' own instructions.
+#[test]
+fn xplane_and_json_summaries_of_gpu_captures_agree() {
+    for name in JAX_GPU_CAPTURES {
+        let dir = jax_gpu(name);
+        let x = summarize(&xplane_of(&dir), &[]);
+        let j = summarize(&find_file(&dir, "perfetto_trace.json.gz").unwrap(), &[]);
+        for key in ["count", "median", "p90"] {
+            let (a, b) = (f(&x["step_time"]["all_steps"][key]), f(&j["step_time"]["all_steps"][key]));
+            assert!((a - b).abs() < 0.002, "{name}: steps {key}: {a} vs {b}");
+        }
+        let names = |s: &Value| s["hot_ops"].as_array().unwrap().iter().take(10).map(|h| (h["name"].clone(), h["count"].clone())).collect::<Vec<_>>();
+        assert_eq!(names(&x), names(&j), "{name}: top ops");
+        assert!(!names(&x).iter().any(|(n, _)| n.as_str().unwrap().starts_with("command_buffer")), "{name}");
+    }
+}
+
+/// A PyTorch (Kineto) trace captured on an H100: kernels on their CUDA stream become ops.
+#[test]
+fn kineto_h100_capture_summarizes() {
+    let input = repo().join("tests/data/kineto/torch_mlp_h100.pt.trace.json.gz");
+    let s = summarize(&input, &[]);
+    assert_eq!(s["source_format"], "perfetto_trace_json");
+    let hot = s["hot_ops"].as_array().unwrap();
+    assert!(hot.iter().any(|h| h["name"].as_str().unwrap().contains("gemm") || h["name"].as_str().unwrap().contains("Kernel")), "{hot:?}");
+}
+
 #[test]
 fn every_real_fixture_summarizes() {
-    let mut inputs: Vec<std::path::PathBuf> = JAX_CPU_CAPTURES.iter().map(|n| jax_cpu(n)).collect();
+    let mut inputs: Vec<std::path::PathBuf> = JAX_CPU_CAPTURES.iter().map(|n| jax_cpu(n)).chain(JAX_GPU_CAPTURES.iter().map(|n| jax_gpu(n))).collect();
     for rel in SHARED_PROFILES {
         inputs.extend(shared(rel));
     }

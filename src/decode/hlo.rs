@@ -147,6 +147,7 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
         }
     }
     let mut shape_text = String::new();
+    let mut aliases = Vec::new();
     for comp in &module.computations {
         for instr in &comp.instructions {
             shape_text.clear();
@@ -164,9 +165,21 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
             if let Some(pid) = program_id {
                 index.by_program.insert((pid, name_id), info.clone());
             }
+            // GPU kernels are named after their instruction with `.` spelled `_` (`gemm_fusion_dot.11`
+            // runs as `gemm_fusion_dot_11`); the spelling is an alias that never hides a real name.
+            if instr.name.contains('.') {
+                aliases.push((instr.name.replace('.', "_"), info.clone()));
+            }
             // First module wins for name lookups; program ids disambiguate the rest.
             index.by_module.entry((module_id, name_id)).or_insert(info);
         }
+    }
+    for (alias, info) in aliases {
+        let alias_id = pool.intern(&alias);
+        if let Some(pid) = program_id {
+            index.by_program.entry((pid, alias_id)).or_insert_with(|| info.clone());
+        }
+        index.by_module.entry((module_id, alias_id)).or_insert(info);
     }
     Ok(())
 }

@@ -719,6 +719,10 @@ impl<'p> State<'p> {
     fn push(&mut self, line: u32, name: u32, cat: u32, ts: i64, dur: i64, args_start: usize, keys: &[u32]) {
         let c = &mut self.chunk;
         let i = c.push_event(line, name, NO_STR, cat, ts, dur);
+        // PyTorch's profiler marks each step as `ProfilerStep#<N>` (what `prof.step()` records).
+        if let Some(n) = self.pool.get(name).and_then(|n| n.strip_prefix("ProfilerStep#")).and_then(|n| n.parse().ok()) {
+            c.step[i] = n;
+        }
         for (j, &key) in keys.iter().enumerate() {
             let value = &self.arg_values[args_start + j];
             let key_name = self.pool.get(key).unwrap_or("");

@@ -668,8 +668,16 @@ fn make_op(
             }
         }
     }
-    let hlo_op = [chunk.hlo_op[i], chunk.display_name[i], chunk.name[i]].into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR);
-    let instr = capture.hlo.find(program_id, hlo_module, hlo_op);
+    // The first name the module's HLO knows wins: inside a GPU command buffer (CUDA graph) every
+    // kernel's hlo_op is the buffer (`command_buffer_1`, absent from the HLO) while the kernel's
+    // own name is its fusion's instruction name.
+    let names = [chunk.hlo_op[i], chunk.display_name[i], chunk.name[i]];
+    let (hlo_op, instr) =
+        names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
+            // Without HLO (trace JSON) the kernel still names its work better than its buffer.
+            let buffered = capture.str(chunk.hlo_op[i]).is_some_and(|h| h.starts_with("command_buffer")) && chunk.name[i] != NO_STR;
+            (if buffered { chunk.name[i] } else { names.into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR) }, None)
+        });
     let opcode = instr.map_or(NO_STR, |h| h.opcode);
     let opcode_text = capture.str(opcode);
     let (collective_kind, category) = *caches.class.entry((hlo_op, opcode)).or_insert_with(|| {
@@ -690,14 +698,18 @@ fn make_op(
 
     // Scope path: tf_op (or the `name` stat when tf_op is the generic module), else HLO op_name.
     let mut tf_op = chunk.tf_op[i];
+    let mut generic_tf_op = false;
     if let Some(t) = capture.str(tf_op) {
         if t.trim().trim_end_matches(':') == "XlaModule" {
+            generic_tf_op = true;
             if let Some(n) = arg(chunk, i, ids.name).and_then(|n| capture.strings.lookup(n)) {
                 tf_op = n;
+                generic_tf_op = false;
             }
         }
     }
-    if capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
+    // The generic `XlaModule:` says nothing of the scope; the instruction's op_name does.
+    if (generic_tf_op && instr.is_some_and(|h| h.op_name != NO_STR)) || capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
         tf_op = instr.map_or(NO_STR, |h| h.op_name);
     }
     let OpCaches { scope, strings, cpu_device, source: sources, .. } = caches;

@@ -16,6 +16,9 @@ pub fn repo() -> PathBuf {
 /// The committed JAX CPU captures that have XProf oracles next to them.
 pub const JAX_CPU_CAPTURES: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"];
 
+/// The committed JAX NVIDIA-GPU captures (H100, jax 0.11.2) with XProf oracles next to them.
+pub const JAX_GPU_CAPTURES: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "transformer_lm"];
+
 /// Every profile of the shared fixtures, as inputs (capture dirs or trace files).
 pub const SHARED_PROFILES: &[&str] = &[
     "jax_cpu/shape_churn",
@@ -35,6 +38,11 @@ pub const SHARED_PROFILES: &[&str] = &[
 /// Our own small JAX CPU captures, committed under tests/data/jax_cpu.
 pub fn jax_cpu(name: &str) -> PathBuf {
     repo().join("tests/data/jax_cpu").join(name)
+}
+
+/// Our own small JAX GPU captures, committed under tests/data/jax_gpu.
+pub fn jax_gpu(name: &str) -> PathBuf {
+    repo().join("tests/data/jax_gpu").join(name)
 }
 
 /// The shared fixtures folder: $PROFQ_FIXTURES, else ../shared/fixtures next to the repo.
