@@ -23,20 +23,23 @@
 --   example_op             the family's op with the most self time (ties: name)
 --   dominant_shape         most common shape in the family (ties: smallest text)
 --   distinct_ops           distinct op names
--- The rules run once per distinct (op, scope, opcode, kind), then apply to every execution.
+-- Executions are first summed per distinct (op, scope, opcode, kind, shape); the rules then
+-- run once per such group, never per execution. Ops without a name are left out.
 WITH o AS (
   SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, coalesce(CAST(tf_op AS VARCHAR), '') AS tf_op, coalesce(CAST(opcode AS VARCHAR), '') AS opcode,
-         coalesce(CAST(collective_kind AS VARCHAR), '') AS collective_kind, dur_ns, self_ns, CAST(shape AS VARCHAR) AS shape
-  FROM ops WHERE run_id = {{run_id}}
+         coalesce(CAST(collective_kind AS VARCHAR), '') AS collective_kind, CAST(shape AS VARCHAR) AS shape, n, dur_ns, self_ns
+  FROM (
+    SELECT hlo_op, tf_op, opcode, collective_kind, shape, count(*) AS n, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns
+    FROM ops WHERE run_id = {{run_id}} AND hlo_op IS NOT NULL
+    GROUP BY hlo_op, tf_op, opcode, collective_kind, shape
+  ) g
 ),
 kinds AS (
-  SELECT DISTINCT hlo_op, tf_op, opcode, collective_kind,
-         lower(regexp_replace(regexp_replace(hlo_op, '^%', ''), '\.[0-9]+$', '') || ' ' || tf_op) AS text,
-         lower(hlo_op) AS lname
+  SELECT *, lower(regexp_replace(regexp_replace(hlo_op, '^%', ''), '\.[0-9]+$', '') || ' ' || tf_op) AS text, lower(hlo_op) AS lname
   FROM o
 ),
-classes AS (
-  SELECT hlo_op, tf_op, opcode, collective_kind,
+f AS (
+  SELECT hlo_op, shape, n, dur_ns, self_ns,
     CASE
       WHEN regexp_like(text, 'splash_mha|splash_attention') THEN 'attention_splash'
       WHEN regexp_like(text, 'flash_attention|fused_attention|fa4_cute') THEN 'attention_flash'
@@ -56,23 +59,18 @@ classes AS (
     END AS family
   FROM kinds
 ),
-f AS (
-  SELECT o.hlo_op, o.dur_ns, o.self_ns, o.shape, c.family
-  FROM o JOIN classes c ON c.hlo_op = o.hlo_op
-    AND c.tf_op = o.tf_op AND c.opcode = o.opcode AND c.collective_kind = o.collective_kind
-),
 grand AS (SELECT sum(self_ns) AS g FROM f),
 examples AS (
   SELECT family, hlo_op, row_number() OVER (PARTITION BY family ORDER BY sum(self_ns) DESC, hlo_op) AS rk
   FROM f GROUP BY family, hlo_op
 ),
 shapes AS (
-  SELECT family, shape, row_number() OVER (PARTITION BY family ORDER BY count(*) DESC, shape) AS rk
+  SELECT family, shape, row_number() OVER (PARTITION BY family ORDER BY sum(n) DESC, shape) AS rk
   FROM f WHERE shape IS NOT NULL GROUP BY family, shape
 )
-SELECT f.family, count(*) AS count, sum(f.dur_ns) AS total_ns, sum(f.self_ns) AS self_ns,
+SELECT f.family, sum(f.n) AS count, sum(f.dur_ns) AS total_ns, sum(f.self_ns) AS self_ns,
        CASE WHEN min(grand.g) > 0 THEN CAST(sum(f.self_ns) AS DOUBLE) / min(grand.g) ELSE 0.0 END AS share_of_total,
-       CAST(sum(f.dur_ns) AS DOUBLE) / count(*) AS avg_ns, CAST(sum(f.self_ns) AS DOUBLE) / count(*) AS avg_self_ns,
+       CAST(sum(f.dur_ns) AS DOUBLE) / sum(f.n) AS avg_ns, CAST(sum(f.self_ns) AS DOUBLE) / sum(f.n) AS avg_self_ns,
        min(e.hlo_op) AS example_op, min(s.shape) AS dominant_shape, count(DISTINCT f.hlo_op) AS distinct_ops
 FROM f CROSS JOIN grand
 JOIN examples e ON e.family = f.family AND e.rk = 1

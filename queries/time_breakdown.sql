@@ -15,26 +15,37 @@
 --   category        compute | communication | host | stall | other (always all five, in this order)
 --   total_ns        summed exclusive time
 --   share_of_total  total_ns / sum over categories (0 when empty)
--- Name patterns are tested once per distinct name, then joined back to the events.
-WITH names AS (
+-- Exclusive time is first summed per (name, host or device, op category); name patterns are
+-- then tested once per distinct name. Every op is an event with a device or an hlo_op
+-- (tests/tables.rs checks it), so only those events are joined with ops.
+WITH ev AS (
+  -- Events with neither a device nor an hlo_op are never ops: summed without the join.
+  SELECT name, true AS on_host, CAST(NULL AS VARCHAR) AS op_category, sum(self_ns) AS self_ns
+  FROM events
+  WHERE run_id = {{run_id}} AND line <> 'Steps' AND device IS NULL AND hlo_op IS NULL
+  GROUP BY name
+  UNION ALL
+  SELECT e.name, e.device IS NULL AS on_host, CAST(o.category AS VARCHAR) AS op_category, sum(e.self_ns) AS self_ns
+  FROM events e LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
+  WHERE e.run_id = {{run_id}} AND e.line <> 'Steps' AND (e.device IS NOT NULL OR e.hlo_op IS NOT NULL)
+  GROUP BY e.name, e.device IS NULL, o.category
+),
+names AS (
   SELECT name,
          regexp_like(lower(name), '(^|[^a-z])(wait|await|barrier|semaphore|acquire|idle|blocked|sleep)|donation holds') AS is_stall,
          regexp_like(lower(name), 'all-reduce|all_reduce|allreduce|all-gather|all_gather|allgather|reduce-scatter|reduce_scatter|reducescatter|all-to-all|alltoall|collective|permute|psum|nccl|rccl|send|recv') AS is_comm
-  FROM (SELECT DISTINCT CAST(name AS VARCHAR) AS name FROM events WHERE run_id = {{run_id}}) d
+  FROM (SELECT DISTINCT CAST(name AS VARCHAR) AS name FROM ev) d
 ),
 classified AS (
-  SELECT e.self_ns,
+  SELECT ev.self_ns,
          CASE
-           WHEN o.event_id IS NOT NULL THEN CAST(o.category AS VARCHAR)
+           WHEN ev.op_category IS NOT NULL THEN ev.op_category
            WHEN n.is_stall THEN 'stall'
-           WHEN e.device IS NULL THEN 'host'
+           WHEN ev.on_host THEN 'host'
            WHEN n.is_comm THEN 'communication'
            ELSE 'compute'
          END AS category
-  FROM events e
-  LEFT JOIN names n ON n.name = CAST(e.name AS VARCHAR)
-  LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
-  WHERE e.run_id = {{run_id}} AND e.line <> 'Steps'
+  FROM ev LEFT JOIN names n ON n.name = CAST(ev.name AS VARCHAR)
 ),
 totals AS (SELECT category, sum(self_ns) AS total_ns FROM classified GROUP BY category),
 categories AS (

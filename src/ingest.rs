@@ -3,6 +3,7 @@
 use crate::decode::{self, InputError};
 use crate::store::{self, Store};
 use crate::tables::{self, RunInfo};
+use crate::timing::stage_done;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -37,14 +38,6 @@ impl std::fmt::Display for IngestError {
             IngestError::Usage(e) | IngestError::Store(e) => f.write_str(e),
         }
     }
-}
-
-/// With PROFQ_TIMING set, prints how long each ingest stage took (for profiling, on stderr).
-fn stage_done(stage: &str, since: &mut std::time::Instant) {
-    if std::env::var_os("PROFQ_TIMING").is_some() {
-        eprintln!("profq: timing: {stage}: {:.3} s", since.elapsed().as_secs_f64());
-    }
-    *since = std::time::Instant::now();
 }
 
 fn progress(msg: &str) {
@@ -120,14 +113,21 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
     let capture = &loaded.capture;
     let written: Result<(usize, usize, usize), String> = std::thread::scope(|s| {
         let events = s.spawn(|| -> Result<usize, String> {
+            let mut clock = std::time::Instant::now();
             let batches = tables::events_batches(capture).map_err(|e| format!("building events: {e}"))?;
+            stage_done("  events batches", &mut clock);
             let rows = batches.iter().map(|b| b.num_rows()).sum();
             store.write_tables(&staged, &[("events", batches)])?;
+            stage_done("  events parquet", &mut clock);
             Ok(rows)
         });
+        let mut clock = std::time::Instant::now();
         let derived = tables::derive::derive(capture, &ids);
+        stage_done("  derive", &mut clock);
         let others = tables::derived_tables(capture, &derived, &info).map_err(|e| format!("building tables: {e}"))?;
+        stage_done("  derived batches", &mut clock);
         store.write_tables(&staged, &others.tables)?;
+        stage_done("  derived parquet", &mut clock);
         let events = events.join().map_err(|_| "events writer panicked".to_string())??;
         Ok((events, others.rows("ops"), others.rows("steps")))
     });

@@ -24,3 +24,4 @@ pub mod source;
 pub mod store;
 pub mod summary;
 pub mod tables;
+pub mod timing;

@@ -5,6 +5,12 @@
 //! (including SQL refused as not read-only).
 
 use clap::{Parser, Subcommand};
+
+// Large column buffers come and go at every stage; mimalloc keeps and reuses their pages
+// instead of returning them to the kernel and faulting them in again.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use profq::compare::{self, bundle, track, track::Thresholds, CompareOptions};
 use profq::engine::{queries, Engine};
 use profq::ingest::{self, IngestError, IngestOptions, Outcome};

@@ -113,6 +113,52 @@ impl EventChunk {
     pub fn new() -> Self {
         EventChunk { arg_offsets: vec![0], arg_value_offsets: vec![0], ..Default::default() }
     }
+    /// An empty chunk with room for `n` events (their args grow as needed).
+    pub fn with_capacity(n: usize) -> Self {
+        let mut c = EventChunk::new();
+        c.reserve(n);
+        c
+    }
+
+    /// Room for `n` more events.
+    pub fn reserve(&mut self, n: usize) {
+        for col in
+            [&mut self.line, &mut self.name, &mut self.display_name, &mut self.category, &mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.src]
+        {
+            col.reserve(n);
+        }
+        for col in [&mut self.start_ns, &mut self.dur_ns, &mut self.program_id, &mut self.step, &mut self.correlation_id, &mut self.device_ordinal] {
+            col.reserve(n);
+        }
+        self.arg_offsets.reserve(n);
+    }
+
+    /// Appends the events of `other` (strings of both already in the same pool; no nesting yet).
+    pub fn append(&mut self, other: EventChunk) {
+        debug_assert!(self.local_strings.is_empty() && other.local_strings.is_empty());
+        debug_assert!(self.self_ns.is_empty() && other.self_ns.is_empty());
+        self.line.extend_from_slice(&other.line);
+        self.name.extend_from_slice(&other.name);
+        self.display_name.extend_from_slice(&other.display_name);
+        self.category.extend_from_slice(&other.category);
+        self.start_ns.extend_from_slice(&other.start_ns);
+        self.dur_ns.extend_from_slice(&other.dur_ns);
+        self.hlo_op.extend_from_slice(&other.hlo_op);
+        self.hlo_module.extend_from_slice(&other.hlo_module);
+        self.tf_op.extend_from_slice(&other.tf_op);
+        self.program_id.extend_from_slice(&other.program_id);
+        self.step.extend_from_slice(&other.step);
+        self.correlation_id.extend_from_slice(&other.correlation_id);
+        self.device_ordinal.extend_from_slice(&other.device_ordinal);
+        self.src.extend_from_slice(&other.src);
+        let key_base = self.arg_key.len() as u32;
+        self.arg_offsets.extend(other.arg_offsets[1..].iter().map(|o| o + key_base));
+        self.arg_key.extend_from_slice(&other.arg_key);
+        let byte_base = self.arg_value_bytes.len() as u32;
+        self.arg_value_offsets.extend(other.arg_value_offsets[1..].iter().map(|o| o + byte_base));
+        self.arg_value_bytes.extend_from_slice(&other.arg_value_bytes);
+    }
+
     pub fn len(&self) -> usize {
         self.start_ns.len()
     }

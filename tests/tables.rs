@@ -168,11 +168,26 @@ fn every_shared_fixture_ingests() {
         assert!(o.status.success(), "{rel}: {}", stderr(&o));
         expected += 1;
     }
+    for dir in JAX_CPU_CAPTURES.iter().map(|n| jax_cpu(n)).chain(JAX_GPU_CAPTURES.iter().map(|n| jax_gpu(n))) {
+        let o = profq(&["ingest", dir.to_str().unwrap(), "--store", store.to_str().unwrap(), "--force"]);
+        assert!(o.status.success(), "{}: {}", dir.display(), stderr(&o));
+    }
+    let o = profq(&["ingest", repo().join("tests/data/kineto/torch_mlp_h100.pt.trace.json.gz").to_str().unwrap(), "--store", store.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The shared jax_cpu/transformer_lm is the committed one: its second ingest replaced the first.
+    let repeated = shared("jax_cpu/transformer_lm").map_or(0, |_| 1);
+    expected += (JAX_CPU_CAPTURES.len() + JAX_GPU_CAPTURES.len() + 1) as i64 - repeated;
     let runs = sql(&store, "SELECT count(*) AS n, sum(CASE WHEN num_complete_events > 0 THEN 1 ELSE 0 END) AS nonempty FROM runs");
     assert_eq!(as_i64(&runs[0]["n"]), expected);
     assert_eq!(as_i64(&runs[0]["nonempty"]), expected);
+    // time_breakdown joins only events with a device or an hlo_op to ops: no op is elsewhere.
+    let stray = sql(
+        &store,
+        "SELECT count(*) AS n FROM ops o JOIN events e ON e.run_id = o.run_id AND e.event_id = o.event_id WHERE e.device IS NULL AND e.hlo_op IS NULL",
+    );
+    assert_eq!(as_i64(&stray[0]["n"]), 0);
     // shape_churn's compiles: the four jit_train_step programs all ran ops in the capture.
-    if expected > 0 {
+    if shared("jax_cpu/shape_churn").is_some() {
         let programs = sql(&store, "SELECT count(DISTINCT program_id) AS n FROM ops WHERE run_id = 'shape_churn' AND hlo_module = 'jit_train_step'");
         assert_eq!(as_i64(&programs[0]["n"]), 4);
     }

@@ -261,7 +261,7 @@ pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOpt
             sb["run_metadata"]["run_id"] = json!(rb);
             sa["run_metadata"]["run_id"] = json!(ra);
             let mut out = compare_summaries(&sb, &sa, opts.top_k);
-            let an = Analyst { engine: &engine, run_id: "before" };
+            let an = Analyst::new(&engine, "before");
             let params = [("before_run", "before".to_string()), ("after_run", "after".to_string())];
             let ops = an.rows("compare_ops", &params).await?;
             let us = |r: &crate::summary::Row, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1000.0;
@@ -305,8 +305,8 @@ pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOpt
             let steady = |rows: Vec<crate::summary::Row>| {
                 rows.iter().filter(|r| r.get("warmup").and_then(Value::as_bool) == Some(false)).map(|r| us(r, "dur_ns")).collect::<Vec<f64>>()
             };
-            let db = steady(Analyst { engine: &engine, run_id: "before" }.rows("step_durations", &[warmup.clone()]).await?);
-            let da = steady(Analyst { engine: &engine, run_id: "after" }.rows("step_durations", &[warmup]).await?);
+            let db = steady(Analyst::new(&engine, "before").rows("step_durations", &[warmup.clone()]).await?);
+            let da = steady(Analyst::new(&engine, "after").rows("step_durations", &[warmup]).await?);
             out.insert("profq_step_noise".into(), stats::step_verdict(&db, &da));
             out.insert("profq_comparison_level".into(), json!("tables"));
             Ok((Value::Object(out), sb, sa))

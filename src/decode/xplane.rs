@@ -136,6 +136,7 @@ pub type Result<T> = std::result::Result<T, WireError>;
 /// Decodes an XSpace and appends its planes, lines and events to `capture`.
 /// Returns the host's profile start (ns since epoch) when the profile records it.
 pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) -> Result<Option<i64>> {
+    let mut clock = std::time::Instant::now();
     let mut planes: Vec<(&[u8], usize)> = Vec::new();
     let mut hostnames: Vec<String> = Vec::new();
     let mut f = Fields::new(bytes);
@@ -314,26 +315,40 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
         }
     }
 
-    // Pass 2: events, in parallel over byte-balanced groups of lines.
-    let groups = balance(&jobs, worker_count());
+    crate::timing::stage_done("  xplane headers and metadata", &mut clock);
+    // Pass 2: events, in parallel. Lines are cut into units of similar size (one line of a
+    // CPU capture can hold most of the events), decoded on all workers, then put back together
+    // line by line into chunks whose nesting is computed in parallel too.
+    let workers = worker_count();
+    let units = plan_units(&jobs, workers);
+    let unit_groups = balance_units(&units, workers);
     let pool = &capture.strings;
     let ctxs = &ctxs;
-    let results: Vec<Result<EventChunk>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
+    let decoded: Vec<Result<Vec<EventChunk>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = unit_groups
             .iter()
             .map(|group| {
-                let group: Vec<&LineJob> = group.iter().map(|&i| &jobs[i]).collect();
-                scope.spawn(move || decode_lines(&group, ctxs, pool))
+                let (jobs, units) = (&jobs, &units);
+                scope.spawn(move || group.clone().map(|u| decode_unit(&jobs[units[u].job], units[u].events.clone(), ctxs, pool)).collect())
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("line decoder panicked")).collect()
+        handles.into_iter().map(|h| h.join().expect("event decoder panicked")).collect()
     });
-    for chunk in results {
-        let mut chunk = chunk?;
-        chunk.merge_strings_into(&mut capture.strings);
+    crate::timing::stage_done("  xplane events", &mut clock);
+    let mut pieces = Vec::with_capacity(units.len());
+    for group in decoded {
+        for mut piece in group? {
+            piece.merge_strings_into(&mut capture.strings);
+            pieces.push(piece);
+        }
+    }
+    let starts_line: Vec<bool> = units.iter().map(|u| u.events.start == 0).collect();
+    let assembled = assemble_chunks(pieces, &starts_line, workers);
+    for chunk in assembled {
         capture.meta.num_complete_events += chunk.len() as i64;
         capture.chunks.push(chunk);
     }
+    crate::timing::stage_done("  xplane string merge", &mut clock);
     Ok(start_epoch)
 }
 
@@ -357,26 +372,87 @@ fn worker_count() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 16)
 }
 
-/// Splits jobs into at most `n` contiguous groups of roughly equal byte size.
-fn balance(jobs: &[LineJob], n: usize) -> Vec<Vec<usize>> {
-    let total: usize = jobs.iter().map(job_bytes).sum();
+/// A run of consecutive events of one line, decoded as one piece.
+struct Unit {
+    job: usize,
+    events: std::ops::Range<usize>,
+    bytes: usize,
+}
+
+/// Cuts every line into units of at most ~1/(4 × workers) of all events, so that no worker
+/// waits on one long line.
+fn plan_units(jobs: &[LineJob], workers: usize) -> Vec<Unit> {
+    let total: usize = jobs.iter().map(|j| j.events.len()).sum();
+    let max_events = (total / (workers * 4).max(1)).max(4096);
+    let mut units = Vec::new();
+    for (job_index, job) in jobs.iter().enumerate() {
+        let mut start = 0;
+        while start < job.events.len() {
+            let end = (start + max_events).min(job.events.len());
+            let bytes = job.events[start..end].iter().map(|e| e.len() + 2).sum();
+            units.push(Unit { job: job_index, events: start..end, bytes });
+            start = end;
+        }
+    }
+    units
+}
+
+/// Splits units into at most `n` contiguous ranges of roughly equal byte size.
+fn balance_units(units: &[Unit], n: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = units.iter().map(|u| u.bytes).sum();
     let target = total / n.max(1) + 1;
-    let mut groups = vec![Vec::new()];
-    let mut acc = 0;
-    for (i, job) in jobs.iter().enumerate() {
-        if acc >= target && groups.len() < n {
-            groups.push(Vec::new());
+    let mut groups = Vec::new();
+    let (mut first, mut acc) = (0, 0);
+    for (i, unit) in units.iter().enumerate() {
+        if acc >= target && groups.len() + 1 < n {
+            groups.push(first..i);
+            first = i;
             acc = 0;
         }
-        acc += job_bytes(job);
-        groups.last_mut().unwrap().push(i);
+        acc += unit.bytes;
     }
-    groups.retain(|g| !g.is_empty());
+    if first < units.len() {
+        groups.push(first..units.len());
+    }
     groups
 }
 
-fn job_bytes(job: &LineJob) -> usize {
-    job.events.iter().map(|e| e.len() + 2).sum()
+/// Joins decoded pieces back into about `n` chunks, cutting only where a line starts, then
+/// sorts and nests each chunk's lines in parallel.
+fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], n: usize) -> Vec<EventChunk> {
+    let total: usize = pieces.iter().map(|p| p.len()).sum();
+    let target = total / n.max(1) + 1;
+    let mut groups: Vec<Vec<EventChunk>> = vec![Vec::new()];
+    let mut acc = 0;
+    for (piece, &line_start) in pieces.into_iter().zip(starts_line) {
+        if line_start && acc >= target {
+            groups.push(Vec::new());
+            acc = 0;
+        }
+        acc += piece.len();
+        groups.last_mut().unwrap().push(piece);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .into_iter()
+            .filter(|g| !g.is_empty())
+            .map(|group| {
+                scope.spawn(move || {
+                    let rest: usize = group.iter().skip(1).map(|p| p.len()).sum();
+                    let mut parts = group.into_iter();
+                    let mut chunk = parts.next().expect("non-empty group");
+                    chunk.reserve(rest);
+                    for part in parts {
+                        chunk.append(part);
+                    }
+                    chunk.sort_within_lines();
+                    chunk.compute_nesting();
+                    chunk
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("event assembler panicked")).collect()
+    })
 }
 
 /// Parses a map<int64, Message> entry: key = 1, value = 2.
@@ -476,13 +552,14 @@ fn ps_to_ns(ps: i128) -> i64 {
     ns.clamp(i64::MIN as i128 + 1, i64::MAX as i128) as i64
 }
 
-fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Result<EventChunk> {
-    let mut chunk = EventChunk::new();
+/// Decodes events `range` of one line (no sorting or nesting yet).
+fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], pool: &StringPool) -> Result<EventChunk> {
+    let mut chunk = EventChunk::with_capacity(range.len());
     let mut scratch = String::new();
     let mut seen: Vec<u32> = Vec::new();
-    for job in jobs {
+    {
         let ctx = &ctxs[job.plane];
-        for ev in &job.events {
+        for ev in &job.events[range] {
             let mut f = Fields::with_base(ev, job.base);
             let (mut meta_id, mut offset_ps, mut dur_ps, mut aggregated) = (0i64, 0i64, 0i64, false);
             let mut stat_slices: [(&[u8], usize); 16] = [(&[], 0); 16];
@@ -532,8 +609,6 @@ fn decode_lines(jobs: &[&LineJob], ctxs: &[PlaneCtx], pool: &StringPool) -> Resu
             chunk.end_args();
         }
     }
-    chunk.sort_within_lines();
-    chunk.compute_nesting();
     Ok(chunk)
 }
 

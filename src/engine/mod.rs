@@ -17,6 +17,11 @@ use datafusion::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
 
+/// Rows per in-memory batch handed to DataFusion.
+const MEM_BATCH_ROWS: usize = 8192;
+
+/// Cheap to clone: clones share the session (tables, configuration).
+#[derive(Clone)]
 pub struct Engine {
     pub ctx: SessionContext,
 }
@@ -84,10 +89,18 @@ impl Engine {
                     batches.push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
                 }
             }
-            // One partition per batch (events come in one batch per decoded chunk), so scans run in parallel.
-            let mut partitions: Vec<Vec<RecordBatch>> = batches.into_iter().map(|b| vec![b]).collect();
-            if partitions.is_empty() {
-                partitions.push(vec![]);
+            // Scans run on every worker, over batches of the size DataFusion's operators expect
+            // (slices share the buffers).
+            let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); workers.max(1)];
+            let mut k = 0;
+            for b in batches {
+                let mut offset = 0;
+                while offset < b.num_rows() {
+                    let len = MEM_BATCH_ROWS.min(b.num_rows() - offset);
+                    partitions[k % workers.max(1)].push(b.slice(offset, len));
+                    k += 1;
+                    offset += len;
+                }
             }
             let mem = MemTable::try_new(full, partitions).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;

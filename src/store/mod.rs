@@ -235,13 +235,24 @@ fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::Recor
         .set_dictionary_enabled(false);
     for c in contract.columns.iter() {
         match c.ty {
-            schema::Col::Name => props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true),
+            // No min/max for names: computing them compares every value's bytes (a large share
+            // of ingest time) and names never prune a scan; run ids prune by partition.
+            schema::Col::Name => {
+                props = props
+                    .set_column_dictionary_enabled(ColumnPath::from(c.name), true)
+                    .set_column_statistics_enabled(ColumnPath::from(c.name), EnabledStatistics::None);
+            }
             // Ids and times grow along the rows: delta encoding makes them small before zstd.
             schema::Col::Int => props = props.set_column_encoding(ColumnPath::from(c.name), parquet::basic::Encoding::DELTA_BINARY_PACKED),
             _ => {}
         }
     }
-    props = props.set_column_dictionary_enabled(ColumnPath::from(vec!["args".to_string(), "entries".to_string(), "key".to_string()]), true);
+    let arg_key = ColumnPath::from(vec!["args".to_string(), "entries".to_string(), "key".to_string()]);
+    let arg_value = ColumnPath::from(vec!["args".to_string(), "entries".to_string(), "value".to_string()]);
+    props = props
+        .set_column_dictionary_enabled(arg_key.clone(), true)
+        .set_column_statistics_enabled(arg_key, EnabledStatistics::None)
+        .set_column_statistics_enabled(arg_value, EnabledStatistics::None);
     let props = props.build();
     let schema = schema::arrow_schema(contract);
     let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| format!("{table}: {e}"))?;

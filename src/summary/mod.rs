@@ -54,19 +54,50 @@ impl Default for SummaryOptions {
 pub struct Analyst<'a> {
     pub engine: &'a Engine,
     pub run_id: &'a str,
+    /// Queries started ahead (see [`Analyst::prefetch`]), by name and parameters.
+    pending: std::sync::Mutex<BTreeMap<String, tokio::task::JoinHandle<Result<Vec<datafusion::arrow::record_batch::RecordBatch>, QueryError>>>>,
 }
 
 pub type Row = Map<String, Value>;
 
-impl Analyst<'_> {
-    pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
+impl<'a> Analyst<'a> {
+    pub fn new(engine: &'a Engine, run_id: &'a str) -> Self {
+        Analyst { engine, run_id, pending: Default::default() }
+    }
+
+    fn bind(&self, query: &str, params: &[(&str, String)]) -> BTreeMap<String, String> {
         let mut p: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         if crate::engine::queries::find(query).is_some_and(|q| q.params().iter().any(|p| p.name == "run_id")) {
             p.insert("run_id".into(), self.run_id.to_string());
         }
+        p
+    }
+
+    fn key(query: &str, params: &BTreeMap<String, String>) -> String {
+        format!("{query}{params:?}")
+    }
+
+    /// Starts queries now, on the runtime's workers, so that independent analyses overlap;
+    /// [`Analyst::rows`] then picks up their results.
+    pub fn prefetch(&self, queries: &[(&str, &[(&str, String)])]) {
+        let mut pending = self.pending.lock().expect("prefetch lock");
+        for (query, params) in queries {
+            let bound = self.bind(query, params);
+            let (engine, name) = (self.engine.clone(), query.to_string());
+            let key = Self::key(query, &bound);
+            pending.entry(key).or_insert_with(|| tokio::spawn(async move { engine.run_named(&name, &bound).await }));
+        }
+    }
+
+    pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
+        let p = self.bind(query, params);
         let t0 = std::time::Instant::now();
-        let batches = self.engine.run_named(query, &p).await?;
-        if std::env::var_os("PROFQ_TIMING").is_some() {
+        let started = self.pending.lock().expect("prefetch lock").remove(&Self::key(query, &p));
+        let batches = match started {
+            Some(handle) => handle.await.map_err(|e| QueryError(format!("query {query}: {e}")))??,
+            None => self.engine.run_named(query, &p).await?,
+        };
+        if crate::timing::enabled() {
             eprintln!("profq: timing: query {query}: {:.3} s", t0.elapsed().as_secs_f64());
         }
         Ok(crate::render::rows(&batches))
@@ -135,10 +166,36 @@ pub fn iso_utc(epoch_ns: i64) -> String {
 
 /// Builds the profile_summary.v1 document of one run.
 pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions) -> Result<Value, QueryError> {
-    let a = Analyst { engine, run_id };
+    let a = Analyst::new(engine, run_id);
     let n = opts.hot_op_limit;
     let warmup = ("warmup_steps", opts.warmup_steps.to_string());
     let long_limit = ("top_k", n.max(500).to_string());
+    let breakdown_query = match opts.breakdown_mode {
+        BreakdownMode::ExclusivePerTrack => "time_breakdown",
+        BreakdownMode::ExclusiveGlobal => "time_breakdown_global",
+    };
+    // Slowest first: the analyses are independent, so they run side by side.
+    let (none, warm, top, long) = (&[][..], &[warmup.clone()][..], &[("top_k", n.to_string())][..], &[long_limit.clone()][..]);
+    a.prefetch(&[
+        ("semantic_families", &[("top_k", n.max(50).to_string())][..]),
+        (breakdown_query, none),
+        ("gap_contexts", long),
+        ("transfers", none),
+        ("trace_overview", none),
+        ("recompilation", none),
+        ("pre_op_gaps", long),
+        ("hot_ops", top),
+        ("per_host", warm),
+        ("step_skew", warm),
+        ("tiny_kernels", warm),
+        ("collectives_by_kind", none),
+        ("hierarchical_regions", long),
+        ("regions", long),
+        ("shape_churn", none),
+        ("device_idle", warm),
+        ("step_durations", warm),
+        ("provenance_hints", none),
+    ]);
 
     let runs = engine.sql(&format!("SELECT * FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"))).await?;
     let run = crate::render::rows(&runs).into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;
@@ -161,11 +218,11 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
     });
 
     // Breakdown.
-    let (query, basis) = match opts.breakdown_mode {
-        BreakdownMode::ExclusivePerTrack => ("time_breakdown", "exclusive_duration_per_track"),
-        BreakdownMode::ExclusiveGlobal => ("time_breakdown_global", "exclusive_duration_global_timeline"),
+    let basis = match opts.breakdown_mode {
+        BreakdownMode::ExclusivePerTrack => "exclusive_duration_per_track",
+        BreakdownMode::ExclusiveGlobal => "exclusive_duration_global_timeline",
     };
-    let breakdown_rows = a.rows(query, &[]).await?;
+    let breakdown_rows = a.rows(breakdown_query, &[]).await?;
     let mut time_breakdown = Map::new();
     for r in &breakdown_rows {
         let cat = r.get("category").and_then(Value::as_str).unwrap_or("other").to_string();
