@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # profq against its peers on the same profile, in one command (speed is measured here,
-# never in tests). INPUT is an .xplane.pb or a session directory of several hosts' files.
+# never in tests). INPUT is an .xplane.pb, a session directory of several hosts' files, or a
+# trace JSON (.json / .json.gz: profq only, the peers read XPlane alone).
 # For each of RUNS rounds, every tool gets a fresh scratch copy (XProf writes cache files
 # next to its input, which would otherwise help the next tool):
 #   ingest:     profq ingest            vs  xprof create_events_db
@@ -29,6 +30,8 @@ if [ -d "$INPUT" ]; then
 else
   FILES=("$INPUT")
 fi
+PEERS=1
+case "$INPUT" in *.json | *.json.gz) PEERS=0 ;; esac
 BYTES=$(cat "${FILES[@]}" | wc -c)
 
 fresh_logdir() { # a new logdir holding copies of the files; prints its path
@@ -59,10 +62,12 @@ for i in $(seq "$RUNS"); do
     measure queries "profq_run_$q" "$PROFQ" run "$q" --run bench --store "$SCRATCH/store-$i"
   done
   rm -rf "$SCRATCH/store-$i"
-  d=$(fresh_logdir); measure ingest "xprof_create_events_db" "$XPROF" create_events_db --bypass_cache=True --session_id=session --logdir="$d"
+  if [ "$PEERS" = 1 ]; then d=$(fresh_logdir); measure ingest "xprof_create_events_db" "$XPROF" create_events_db --bypass_cache=True --session_id=session --logdir="$d"; fi
   d=$(fresh_logdir); measure summarize "profq_summarize" "$PROFQ" summarize "$d"
-  d=$(fresh_logdir); measure summarize "xprof_get_overview" "$XPROF" get_overview --bypass_cache=True --session_id=session --logdir="$d"
-  d=$(fresh_logdir); measure summarize "xprof-rs_get_overview" "$XPROF_RS" get_overview --session_id=session --logdir="$d"
+  if [ "$PEERS" = 1 ]; then
+    d=$(fresh_logdir); measure summarize "xprof_get_overview" "$XPROF" get_overview --bypass_cache=True --session_id=session --logdir="$d"
+    d=$(fresh_logdir); measure summarize "xprof-rs_get_overview" "$XPROF_RS" get_overview --session_id=session --logdir="$d"
+  fi
   rm -rf "$SCRATCH"/logdir-*
 done
 

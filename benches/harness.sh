@@ -3,7 +3,8 @@
 # (benches/make_large_xplane.sh): the file itself (~40 MB, ~1 M events), the file tiled ten
 # times (~400 MB, ~10 M events: an XSpace's planes are a repeated field, so concatenating
 # XSpace bytes yields one XSpace with every plane repeated), and an 8-host session (8 copies
-# named host0..host7). Prints one set of tables per input; paste them into docs/performance.md.
+# named host0..host7), plus the capture's trace JSON (perfetto_trace.json.gz next to the
+# XPlane; profq only). Prints one set of tables per input; paste them into docs/performance.md.
 #
 #   benches/harness.sh XPLANE [RUNS]
 set -euo pipefail
@@ -15,7 +16,9 @@ trap 'rm -rf "$WORK"' EXIT
 for i in $(seq 10); do cat "$XPLANE"; done > "$WORK/tiled10.xplane.pb"
 mkdir -p "$WORK/hosts8"
 for h in $(seq 0 7); do cp "$XPLANE" "$WORK/hosts8/host$h.xplane.pb"; done
-for input in "$XPLANE" "$WORK/tiled10.xplane.pb" "$WORK/hosts8"; do
+JSON="$(dirname "$XPLANE")/perfetto_trace.json.gz"
+[ -f "$JSON" ] || JSON=""
+for input in "$XPLANE" "$WORK/tiled10.xplane.pb" "$WORK/hosts8" $JSON; do
   benches/compare.sh "$input" "$RUNS"
   echo
 done

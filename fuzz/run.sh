@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for MINUTES each (default 10), seeded from the real captures.
-# cargo fuzz needs nightly compiler flags; this machine has only the stable toolchain, so
-# RUSTC_BOOTSTRAP=1 enables them. The first build instruments DataFusion too: expect a
-# long first build. Crashes land in fuzz/artifacts/<target>/: copy each into
-# tests/data/fuzz_regressions/<target>/ (a test replays them) and fix the decoder.
+# Runs every fuzz target for RUNS executions each (default 1,000,000), seeded with fuzz/seeds/
+# (small well-formed inputs cut from the committed captures; rebuild with fuzz/make_seeds.py).
+#
+#   fuzz/run.sh [RUNS] [TARGET...]          targets: xplane trace_json hlo (default: all)
+#
+# cargo fuzz needs nightly compiler flags; with only a stable toolchain RUSTC_BOOTSTRAP=1
+# enables them. The fuzz crate builds profq without its `engine` feature (no DataFusion), with
+# debug assertions (integer overflow panics) and no sanitizer: the decoders are safe Rust, so
+# what is hunted are panics, hangs (-timeout) and huge allocations (-rss_limit_mb,
+# -malloc_limit_mb). Crashes land in fuzz/artifacts/<target>/: copy each into
+# tests/data/fuzz_regressions/<target>/ (cargo test replays them) and fix the decoder.
 set -euo pipefail
 cd "$(dirname "$0")"
-MINUTES="${1:-10}"
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+RUNS="${1:-1000000}"
+shift || true
+TARGETS=("$@")
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(xplane trace_json hlo)
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
-mkdir -p corpus/xplane corpus/trace_json corpus/hlo
-for f in ../tests/data/jax_cpu/*/plugins/profile/*/*.xplane.pb; do
-  cp "$f" "corpus/xplane/$(echo "$f" | cut -d/ -f5).xplane.pb"
-done
-for f in ../tests/data/jax_cpu/*/plugins/profile/*/perfetto_trace.json.gz; do
-  gunzip -c "$f" > "corpus/trace_json/$(echo "$f" | cut -d/ -f5).json"
-done
-cp ../../shared/fixtures/public/TraceLens/mi300x_jax_conv_minimal_legacy/*.hlo_proto.pb corpus/hlo/ 2>/dev/null || true
-for target in xplane trace_json hlo; do
-  cargo fuzz run "$target" "corpus/$target" -- -max_total_time=$((MINUTES * 60)) -rss_limit_mb=4096 -max_len=4194304
+for target in "${TARGETS[@]}"; do
+  mkdir -p "corpus/$target"
+  cp -n seeds/"$target"/* "corpus/$target/"
+  cargo fuzz run -s none -O -a "$target" "corpus/$target" -- \
+    -runs="$RUNS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1
 done

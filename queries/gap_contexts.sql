@@ -29,8 +29,9 @@ g AS (
   LEFT JOIN preferred p ON p.hlo_op = CAST(g.payload_op AS VARCHAR) AND p.rk = 1
   WHERE g.run_id = {{run_id}}
 ),
+grouped AS (SELECT op_name, path, count(*) AS n, sum(gap_ns) AS gap_ns FROM g GROUP BY op_name, path),
 labelled AS (
-  SELECT op_name, gap_ns,
+  SELECT op_name, n, gap_ns,
          CASE
            WHEN starts_with(lower(regexp_replace(op_name, '^%', '')), 'copy') THEN
              CASE WHEN path IS NULL OR path = '' OR path = 'copy' THEN 'copy'
@@ -39,9 +40,9 @@ labelled AS (
            WHEN path IS NULL OR path = '' THEN 'unknown'
            ELSE array_to_string(array_slice(string_to_array(path, '/'), 1, 4), '/')
          END AS region_path
-  FROM g
+  FROM grouped
 )
-SELECT op_name, region_path, count(*) AS count, sum(gap_ns) AS total_gap_ns, CAST(sum(gap_ns) AS DOUBLE) / count(*) AS avg_gap_ns
+SELECT op_name, region_path, sum(n) AS count, sum(gap_ns) AS total_gap_ns, CAST(sum(gap_ns) AS DOUBLE) / sum(n) AS avg_gap_ns
 FROM labelled
 GROUP BY op_name, region_path
 ORDER BY total_gap_ns DESC, op_name, region_path

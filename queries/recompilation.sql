@@ -18,12 +18,13 @@
 --   compile_share      compile_ns / step_dur_ns
 --   example            the longest compile event's name (ties: name)
 WITH compile_names AS (
-  SELECT name FROM (SELECT DISTINCT CAST(name AS VARCHAR) AS name FROM events WHERE run_id = {{run_id}}) n
-  WHERE regexp_like(lower(name), 'compile')
+  -- Distinct names, still dictionary-encoded: the join hashes each distinct name once.
+  SELECT name FROM (SELECT name FROM events WHERE run_id = {{run_id}} GROUP BY name) n
+  WHERE regexp_like(lower(CAST(name AS VARCHAR)), 'compile')
 ),
 compiles AS (
-  SELECT e.host, e.start_ns, e.start_ns + e.dur_ns AS end_ns, e.dur_ns, c.name
-  FROM events e JOIN compile_names c ON c.name = CAST(e.name AS VARCHAR)
+  SELECT e.host, e.start_ns, e.start_ns + e.dur_ns AS end_ns, e.dur_ns, CAST(e.name AS VARCHAR) AS name
+  FROM events e JOIN compile_names c ON c.name = e.name
   WHERE e.run_id = {{run_id}} AND e.dur_ns > 0
 ),
 host_steps AS (SELECT host, step, start_ns, end_ns, dur_ns FROM steps WHERE run_id = {{run_id}} AND device IS NULL),

@@ -15,21 +15,25 @@
 --   count          events
 --   total_ns       summed duration
 --   avg_ns         total_ns / count
---   bytes          summed `bytes`/`size`/`bytes_transferred` args where present
+--   bytes          summed `bytes`/`size`/`bytes_transferred` args, or the `size:` of XPlane
+--                  `memcpy_details`, where present
 --   example        the longest event's name (ties: name)
 -- Names are classified once per distinct (name, category), then joined back to the events.
 WITH names AS (
-  SELECT DISTINCT CAST(name AS VARCHAR) AS name, CAST(category AS VARCHAR) AS category FROM events WHERE run_id = {{run_id}}
+  -- Distinct (name, category) pairs, still dictionary-encoded, so the join below hashes
+  -- each distinct name once instead of casting every event's.
+  SELECT name, category FROM events WHERE run_id = {{run_id}} GROUP BY name, category
 ),
 matching AS (
   SELECT name, category FROM names
-  WHERE category = 'gpu_memcpy'
-     OR regexp_like(lower(name), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get')
+  WHERE CAST(category AS VARCHAR) = 'gpu_memcpy'
+     OR regexp_like(lower(CAST(name AS VARCHAR)), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get')
 ),
 t AS (
-  SELECT e.event_id, e.parent_id, m.name, lower(m.name) AS lname, e.dur_ns, e.device IS NOT NULL AS on_device,
-         coalesce(try_cast(e.args['bytes'] AS BIGINT), try_cast(e.args['size'] AS BIGINT), try_cast(e.args['bytes_transferred'] AS BIGINT)) AS bytes
-  FROM events e JOIN matching m ON m.name = CAST(e.name AS VARCHAR) AND (m.category IS NOT DISTINCT FROM CAST(e.category AS VARCHAR))
+  SELECT e.event_id, e.parent_id, CAST(e.name AS VARCHAR) AS name, lower(CAST(e.name AS VARCHAR)) AS lname, e.dur_ns, e.device IS NOT NULL AS on_device,
+         coalesce(try_cast(e.args['bytes'] AS BIGINT), try_cast(e.args['size'] AS BIGINT), try_cast(e.args['bytes_transferred'] AS BIGINT),
+                  try_cast(regexp_match(e.args['memcpy_details'], '(?:^|\s)size:([0-9]+)')[1] AS BIGINT)) AS bytes
+  FROM events e JOIN matching m ON m.name = e.name AND (m.category IS NOT DISTINCT FROM e.category)
   WHERE e.run_id = {{run_id}}
 ),
 outer_ AS (SELECT t.* FROM t LEFT JOIN t p ON p.event_id = t.parent_id WHERE p.event_id IS NULL),

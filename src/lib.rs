@@ -14,14 +14,21 @@
 //!
 //! The `profq` binary (src/main.rs) only parses arguments and calls these.
 
+#[cfg(feature = "engine")]
 pub mod compare;
 pub mod decode;
+#[cfg(feature = "engine")]
 pub mod engine;
+#[cfg(feature = "engine")]
 pub mod ingest;
 pub mod model;
+#[cfg(feature = "engine")]
 pub mod render;
+#[cfg(feature = "engine")]
 pub mod source;
+#[cfg(feature = "engine")]
 pub mod store;
+#[cfg(feature = "engine")]
 pub mod summary;
 pub mod tables;
 pub mod timing;

@@ -428,6 +428,17 @@ fn xplane_and_json_summaries_of_gpu_captures_agree() {
     }
 }
 
+/// GPU copies: the stream's MemcpyH2D kernels are host-to-device transfers with their bytes.
+#[test]
+fn gpu_memcpy_streams_are_transfers_with_bytes() {
+    let q = query(&jax_gpu("host_bound_gappy"), "how much time goes to host to device transfers?");
+    assert_eq!(q["query_type"], "transfers");
+    let rows = q["results"].as_array().unwrap();
+    let h2d = rows.iter().find(|r| r["direction"] == "host_to_device" && r["on_device"] == true).expect("device-side H2D copies");
+    assert_eq!(h2d["count"], 30);
+    assert!(h2d["bytes"].as_i64().unwrap() > 0, "{h2d}");
+}
+
 /// A PyTorch (Kineto) trace captured on an H100: kernels on their CUDA stream become ops.
 #[test]
 fn kineto_h100_capture_summarizes() {
