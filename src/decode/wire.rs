@@ -85,6 +85,13 @@ impl<'a> Fields<'a> {
 
     #[inline]
     fn varint(&mut self) -> Result<u64, WireError> {
+        // Tags, small ids and short lengths: one byte, by far the common case.
+        if let Some(&byte) = self.buf.get(self.pos) {
+            if byte < 0x80 {
+                self.pos += 1;
+                return Ok(byte as u64);
+            }
+        }
         let mut result: u64 = 0;
         let mut shift = 0u32;
         loop {
