@@ -118,46 +118,48 @@ fn gpu_command_buffer_kernels_resolve_to_their_instructions() {
 #[test]
 fn jax_gpu_steps_are_the_step_annotations() {
     for name in JAX_GPU_CAPTURES {
-        let dir = jax_gpu(name);
-        let store = temp_dir("gpusteps");
-        ingest(&store, &xplane_of(&dir), "r");
-        let steps = sql(&store, "SELECT step, dur_ns, busy_ns, source FROM steps ORDER BY step");
-        let oracle = read_json(&dir.join("oracle/cli_get_step_trace_cold.json"));
-        let expected = oracle["step_breakdown"].as_array().unwrap();
+        let (store, steps, expected) = steps_beside_xprof(&jax_gpu(name), "step, dur_ns, busy_ns, source");
         assert_eq!(steps.len(), expected.len(), "{name}: number of steps");
-        for (ours, theirs) in steps.iter().zip(expected) {
+        for (ours, theirs) in steps.iter().zip(&expected) {
             assert_eq!(as_i64(&ours["step"]), as_i64(&theirs["step_num"]), "{name}");
             assert_eq!(as_str(&ours["source"]), "step_annotation");
             let compute_ns = theirs["compute_time_ms"].as_f64().unwrap() * 1e6;
             assert!(as_i64(&ours["busy_ns"]) as f64 >= compute_ns * 0.9, "{name}: busy {} vs xprof compute {compute_ns}", ours["busy_ns"]);
             assert!(as_i64(&ours["busy_ns"]) <= as_i64(&ours["dur_ns"]), "{name}");
         }
-        let train = sql(&store, "SELECT count(*) AS n FROM events WHERE name = 'train' AND step IS NOT NULL");
-        assert_eq!(as_i64(&train[0]["n"]), steps.len() as i64, "{name}");
+        assert_steps_are_train_events(&store, steps.len(), name);
     }
+}
+
+/// Ingests a capture; returns the store, its steps (`columns`, by step) and XProf's cold step trace.
+fn steps_beside_xprof(dir: &Path, columns: &str) -> (std::path::PathBuf, Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let store = temp_dir("steps");
+    ingest(&store, &xplane_of(dir), "r");
+    let steps = sql(&store, &format!("SELECT {columns} FROM steps ORDER BY step"));
+    let oracle = read_json(&dir.join("oracle/cli_get_step_trace_cold.json"));
+    (store, steps, oracle["step_breakdown"].as_array().unwrap().clone())
+}
+
+/// The steps are exactly the `train` events carrying step_num.
+fn assert_steps_are_train_events(store: &Path, steps: usize, name: &str) {
+    let train = sql(store, "SELECT count(*) AS n FROM events WHERE name = 'train' AND step IS NOT NULL");
+    assert_eq!(as_i64(&train[0]["n"]), steps as i64, "{name}");
 }
 
 /// Steps equal the `train` StepTraceAnnotation events, as XProf's cold step trace lists them.
 #[test]
 fn jax_cpu_steps_match_step_annotations() {
     for name in JAX_CPU_CAPTURES {
-        let dir = jax_cpu(name);
-        let store = temp_dir("steps");
-        ingest(&store, &xplane_of(&dir), "r");
-        let steps = sql(&store, "SELECT step, dur_ns, source, device FROM steps ORDER BY step");
-        let oracle = read_json(&dir.join("oracle/cli_get_step_trace_cold.json"));
-        let expected = oracle["step_breakdown"].as_array().unwrap();
+        let (store, steps, expected) = steps_beside_xprof(&jax_cpu(name), "step, dur_ns, source, device");
         assert_eq!(steps.len(), expected.len(), "{name}: number of steps");
-        for (ours, theirs) in steps.iter().zip(expected) {
+        for (ours, theirs) in steps.iter().zip(&expected) {
             let ms = theirs["step_time_ms"].as_f64().unwrap();
             let ours_ms = as_i64(&ours["dur_ns"]) as f64 / 1e6;
             assert!((ours_ms - ms).abs() < 1e-3, "{name}: step {} is {ours_ms} ms, xprof {ms} ms", ours["step"]);
             assert_eq!(as_str(&ours["source"]), "step_annotation");
             assert!(ours["device"].is_null());
         }
-        // And they are exactly the `train` events carrying step_num.
-        let train = sql(&store, "SELECT count(*) AS n FROM events WHERE name = 'train' AND step IS NOT NULL");
-        assert_eq!(as_i64(&train[0]["n"]), steps.len() as i64, "{name}");
+        assert_steps_are_train_events(&store, steps.len(), name);
     }
 }
 
