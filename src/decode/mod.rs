@@ -326,13 +326,66 @@ fn load_xplane(f: &SourceFile, capture: &mut Capture) -> Result<(String, Option<
     Ok((digest, start))
 }
 
+/// Decompresses gzip `bytes` in 1 MiB blocks into `tx`; stops early when the reader is gone.
+fn gunzip_into(bytes: &[u8], tx: std::sync::mpsc::SyncSender<std::io::Result<Vec<u8>>>) {
+    let mut gz = flate2::read::MultiGzDecoder::new(bytes);
+    loop {
+        let mut block = vec![0u8; 1 << 20];
+        let mut filled = 0;
+        while filled < block.len() {
+            match gz.read(&mut block[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        block.truncate(filled);
+        if filled == 0 || tx.send(Ok(block)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The reading end of [`gunzip_into`].
+struct ChannelReader {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos >= self.buf.len() {
+            match self.rx.recv() {
+                Ok(Ok(block)) => {
+                    self.buf = block;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 fn load_json(f: &SourceFile, capture: &mut Capture) -> Result<(String, Option<i64>), InputError> {
     let map = map_file(&f.path)?;
     let bytes: &[u8] = &map;
     let (digest, decoded) = std::thread::scope(|s| {
         let hasher = s.spawn(|| hex(&Sha256::digest(bytes)));
         let decoded = if bytes.starts_with(&[0x1f, 0x8b]) {
-            trace_json::decode_trace_json(flate2::read::MultiGzDecoder::new(bytes), &f.host, capture)
+            // gunzip on its own thread, a few MiB ahead of the parser.
+            let (tx, rx) = std::sync::mpsc::sync_channel(4);
+            s.spawn(move || gunzip_into(bytes, tx));
+            trace_json::decode_trace_json(ChannelReader { rx, buf: Vec::new(), pos: 0 }, &f.host, capture)
         } else {
             trace_json::decode_trace_json(bytes, &f.host, capture)
         };

@@ -423,13 +423,17 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], n: usize) -> V
     let total: usize = pieces.iter().map(|p| p.len()).sum();
     let target = total / n.max(1) + 1;
     let mut groups: Vec<Vec<EventChunk>> = vec![Vec::new()];
-    let mut acc = 0;
+    // Arg offsets within a chunk are u32: a chunk also ends before its arg bytes near 2 GiB.
+    const MAX_ARG_BYTES: usize = 1 << 31;
+    let (mut acc, mut arg_bytes) = (0, 0);
     for (piece, &line_start) in pieces.into_iter().zip(starts_line) {
-        if line_start && acc >= target {
+        if line_start && (acc >= target || arg_bytes + piece.arg_value_bytes.len() >= MAX_ARG_BYTES) {
             groups.push(Vec::new());
             acc = 0;
+            arg_bytes = 0;
         }
         acc += piece.len();
+        arg_bytes += piece.arg_value_bytes.len();
         groups.last_mut().unwrap().push(piece);
     }
     std::thread::scope(|scope| {
