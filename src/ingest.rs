@@ -1,8 +1,9 @@
 //! Ingest: one INPUT → decode → tables → a committed run in the store.
 
-use crate::decode::{self, InputError};
-use crate::store::{self, Store};
-use crate::tables::{self, RunInfo};
+use crate::decode::{self, InputError, LoadError, PartSink};
+use crate::model::Capture;
+use crate::store::{self, Staged, Store};
+use crate::tables::{self, derive::Deriver, RunInfo, RunTables};
 use crate::timing::stage_done;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -51,7 +52,14 @@ fn progress(msg: &str) {
 
 /// Decodes an INPUT into its tables without touching a store (also used by in-memory analyses).
 pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> Result<tables::RunTables, IngestError> {
-    let (mut loaded, _) = load(input)?;
+    let mut clock = std::time::Instant::now();
+    progress(&format!("profq: decoding {}", input.display()));
+    let resolved = decode::resolve(input).map_err(IngestError::Input)?;
+    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables { tables: Vec::new() } };
+    let loaded = decode::load_parts(&resolved, &mut sink).map_err(|e| match e {
+        LoadError::Input(e) => IngestError::Input(e),
+        LoadError::Sink(e) => IngestError::Store(e),
+    })?;
     let info = RunInfo {
         run_id: run_id.to_string(),
         source_path: input.display().to_string(),
@@ -59,16 +67,92 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
         labels: labels.to_vec(),
         ingested_at_ns: now_ns(),
     };
-    let built = tables::build(&mut loaded.capture, &info).map_err(|e| IngestError::Store(format!("building tables: {e}")));
+    let run = tables::run_tables(&loaded.capture, sink.deriver.finish(), &info).map_err(|e| IngestError::Store(format!("building tables: {e}")))?;
+    sink.tables.append(run);
+    stage_done("decode and tables", &mut clock);
     progress("");
-    built
+    Ok(sink.tables)
 }
 
-fn load(input: &Path) -> Result<(decode::Loaded, String), IngestError> {
-    progress(&format!("profq: decoding {}", input.display()));
-    let resolved = decode::resolve(input).map_err(IngestError::Input)?;
-    let loaded = decode::load(&resolved).map_err(IngestError::Input)?;
-    Ok((loaded, resolved.name_hint))
+/// Builds each part's tables in memory.
+struct MemorySink {
+    deriver: Deriver,
+    tables: RunTables,
+}
+
+impl PartSink for MemorySink {
+    type Error = String;
+    fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
+        let (events, others) = tables::build_part(capture, &mut self.deriver).map_err(|e| format!("building tables: {e}"))?;
+        self.tables.append(RunTables { tables: vec![("events", events)] });
+        self.tables.append(others);
+        Ok(())
+    }
+    fn restart(&mut self) -> Result<(), String> {
+        *self = MemorySink { deriver: Deriver::new(), tables: RunTables { tables: Vec::new() } };
+        Ok(())
+    }
+}
+
+/// Writes each part's tables into a staging directory as it is decoded, so that memory
+/// holds one part at a time. Refuses the run when its trace is already in the store.
+struct StagingSink<'a> {
+    store: &'a Store,
+    staged: Option<Staged>,
+    provisional: String,
+    deriver: Deriver,
+    force: bool,
+    /// The run already in the store under this trace (the ingest is then a no-op).
+    already_present: Option<String>,
+    events: usize,
+    ops: usize,
+}
+
+impl StagingSink<'_> {
+    fn staged(&mut self) -> Result<&Staged, String> {
+        if self.staged.is_none() {
+            self.staged = Some(self.store.new_staging(&self.provisional)?);
+        }
+        Ok(self.staged.as_ref().expect("just staged"))
+    }
+}
+
+impl PartSink for StagingSink<'_> {
+    type Error = String;
+    fn identified(&mut self, trace_sha256: &str) -> Result<(), String> {
+        if !self.force {
+            if let Some(existing) = self.store.find_by_sha(trace_sha256) {
+                self.already_present = Some(existing);
+                return Err("already present".into());
+            }
+        }
+        Ok(())
+    }
+    fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
+        progress(&format!("profq: building tables ({} events so far)", self.events + capture.num_events()));
+        let mut clock = std::time::Instant::now();
+        let (events, others) = tables::build_part(capture, &mut self.deriver).map_err(|e| format!("building tables: {e}"))?;
+        stage_done("  part tables", &mut clock);
+        self.events += events.iter().map(|b| b.num_rows()).sum::<usize>();
+        self.ops += others.rows("ops");
+        // Tables without rows in this part write no file (each gets at least one at the end).
+        let mut all = vec![("events", events)];
+        all.extend(others.tables);
+        all.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
+        let store = self.store;
+        store.write_tables(self.staged()?, &all)?;
+        stage_done("  part parquet", &mut clock);
+        Ok(())
+    }
+    fn restart(&mut self) -> Result<(), String> {
+        if let Some(s) = self.staged.take() {
+            s.discard();
+        }
+        self.deriver = Deriver::new();
+        self.events = 0;
+        self.ops = 0;
+        Ok(())
+    }
 }
 
 fn now_ns() -> i64 {
@@ -85,19 +169,39 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         }
     }
     let mut clock = std::time::Instant::now();
-    let (mut loaded, name_hint) = load(input)?;
-    stage_done("decode", &mut clock);
+    progress(&format!("profq: decoding {}", input.display()));
+    let resolved = decode::resolve(input).map_err(IngestError::Input)?;
     let store = Store::open(&opts.store_root);
     let store_err = |e: std::io::Error| IngestError::Store(format!("{}: {e}", opts.store_root.display()));
-
-    // Cheap check before the work; repeated under the lock below.
-    if !opts.force {
-        if let Some(existing) = store.find_by_sha(&loaded.trace_sha256) {
-            progress("");
-            return Ok(Outcome::AlreadyPresent { run_id: existing });
-        }
+    let provisional = opts.run_id.clone().unwrap_or_else(|| store::sanitize_run_id(&resolved.name_hint));
+    let mut sink = StagingSink {
+        store: &store,
+        staged: None,
+        provisional: provisional.clone(),
+        deriver: Deriver::new(),
+        force: opts.force,
+        already_present: None,
+        events: 0,
+        ops: 0,
+    };
+    let loaded = decode::load_parts(&resolved, &mut sink);
+    if let Some(existing) = sink.already_present.take() {
+        sink.restart().ok();
+        progress("");
+        return Ok(Outcome::AlreadyPresent { run_id: existing });
     }
-    let provisional = opts.run_id.clone().unwrap_or_else(|| store::sanitize_run_id(&name_hint));
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            sink.restart().ok();
+            progress("");
+            return Err(match e {
+                LoadError::Input(e) => IngestError::Input(e),
+                LoadError::Sink(e) => IngestError::Store(e),
+            });
+        }
+    };
+    stage_done("decode, tables and parquet", &mut clock);
     let info = RunInfo {
         run_id: provisional.clone(),
         source_path: input.display().to_string(),
@@ -105,40 +209,33 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         labels: opts.labels.clone(),
         ingested_at_ns: now_ns(),
     };
-    progress(&format!("profq: building tables ({} events)", loaded.capture.num_events()));
-    let staged = store.new_staging(&provisional).map_err(IngestError::Store)?;
-    // The events table (most of the bytes) is built and written while the other tables are
-    // derived: the two need only read the capture once its strings are prepared.
-    let ids = tables::derive::prepare_strings(&mut loaded.capture);
-    let capture = &loaded.capture;
-    let written: Result<(usize, usize, usize), String> = std::thread::scope(|s| {
-        let events = s.spawn(|| -> Result<usize, String> {
-            let mut clock = std::time::Instant::now();
-            let batches = tables::events_batches(capture).map_err(|e| format!("building events: {e}"))?;
-            stage_done("  events batches", &mut clock);
-            let rows = batches.iter().map(|b| b.num_rows()).sum();
-            store.write_tables(&staged, &[("events", batches)])?;
-            stage_done("  events parquet", &mut clock);
-            Ok(rows)
+    let (events, ops) = (sink.events, sink.ops);
+    let deriver = std::mem::take(&mut sink.deriver);
+    let written = tables::run_tables(&loaded.capture, deriver.finish(), &info)
+        .map_err(|e| format!("building tables: {e}"))
+        .and_then(|mut run| {
+            let steps = run.rows("steps");
+            let staged = sink.staged()?;
+            for table in tables::schema::TABLES {
+                if !staged.has_parts(table.name) && run.get(table.name).is_none() {
+                    run.tables.push((table.name, Vec::new()));
+                }
+            }
+            store.write_tables(staged, &run.tables)?;
+            Ok(steps)
         });
-        let mut clock = std::time::Instant::now();
-        let derived = tables::derive::derive(capture, &ids);
-        stage_done("  derive", &mut clock);
-        let others = tables::derived_tables(capture, &derived, &info).map_err(|e| format!("building tables: {e}"))?;
-        stage_done("  derived batches", &mut clock);
-        store.write_tables(&staged, &others.tables)?;
-        stage_done("  derived parquet", &mut clock);
-        let events = events.join().map_err(|_| "events writer panicked".to_string())??;
-        Ok((events, others.rows("ops"), others.rows("steps")))
-    });
-    let (events, ops, steps) = match written {
-        Ok(counts) => counts,
-        Err(e) => {
-            staged.discard();
+    let staged = sink.staged.take();
+    let (steps, staged) = match (written, staged) {
+        (Ok(steps), Some(staged)) => (steps, staged),
+        (Err(e), staged) => {
+            if let Some(s) = staged {
+                s.discard();
+            }
             return Err(IngestError::Store(e));
         }
+        (Ok(_), None) => return Err(IngestError::Store("nothing was staged".into())),
     };
-    stage_done("tables and parquet", &mut clock);
+    stage_done("run tables", &mut clock);
 
     let _lock = store.lock().map_err(store_err)?;
     store.clean_up();

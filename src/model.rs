@@ -384,6 +384,9 @@ pub struct CaptureMeta {
     pub jax_version: Option<String>,
     pub jaxlib_version: Option<String>,
     pub device_kinds: Vec<String>,
+    /// Hosts (pool ids) whose device planes hold device ops: their host events that carry
+    /// hlo_op are launches, not ops. Known from the XPlane layout before any events decode.
+    pub hosts_with_device_ops: Vec<u32>,
     /// Trace JSON `displayTimeUnit` (a viewer hint, never applied to times).
     pub display_time_unit: Option<String>,
 }

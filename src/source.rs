@@ -64,7 +64,9 @@ pub async fn open(source: &Source) -> Result<Opened, SourceError> {
         }
         Source::Input(path) => {
             let tables = ingest::load_tables(path, INPUT_RUN_ID, &[]).map_err(SourceError::Ingest)?;
+            let mut clock = std::time::Instant::now();
             let engine = Engine::from_tables(&tables, INPUT_RUN_ID).map_err(SourceError::Query)?;
+            crate::timing::stage_done("engine", &mut clock);
             Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string() })
         }
     }

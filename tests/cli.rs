@@ -136,3 +136,31 @@ fn a_killed_ingests_leftovers_are_invisible_and_cleaned() {
     let runs = sql(&store, "SELECT DISTINCT run_id FROM events");
     assert_eq!(runs.len(), 1);
 }
+
+/// Ingest streams a profile a group of planes at a time (bounded memory on huge profiles):
+/// with one plane per part the tables equal those of the profile decoded whole.
+#[test]
+fn a_run_streamed_plane_by_plane_equals_the_run_decoded_whole() {
+    let totals = "SELECT 'events' AS t, count(*) AS n, sum(self_ns) AS a, sum(depth) AS b, count(DISTINCT name) AS c FROM events
+        UNION ALL SELECT 'ops', count(*), sum(self_ns), sum(coalesce(step, 0)), count(DISTINCT region_path) FROM ops
+        UNION ALL SELECT 'steps', count(*), sum(busy_ns), sum(op_count), sum(compute_ns) FROM steps
+        UNION ALL SELECT 'gaps', count(*), sum(gap_ns), count(DISTINCT payload_op), 0 FROM gaps
+        UNION ALL SELECT 'regions', count(*), sum(inclusive_ns), sum(exclusive_ns), sum(num_devices) FROM regions
+        UNION ALL SELECT 'collectives', count(*), sum(overlapped_ns), sum(exposed_ns), 0 FROM collectives
+        UNION ALL SELECT 'runs', num_devices, duration_ns, num_events_total, array_length(hosts) FROM runs
+        ORDER BY t";
+    // (capture, planes with events: each is a part of its own here)
+    for (capture, planes_with_events) in [(jax_gpu("transformer_lm"), 2), (jax_cpu("multi_device_dp"), 1)] {
+        let (whole, parts) = (temp_dir("whole"), temp_dir("parts"));
+        ingest(&whole, &capture, "r");
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_profq"))
+            .args(["ingest", capture.to_str().unwrap(), "--store", store_arg(&parts), "--run-id", "r"])
+            .env("PROFQ_PART_BYTES", "1")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(sql(&whole, totals), sql(&parts, totals), "{}", capture.display());
+        let files = std::fs::read_dir(parts.join("events/run_id=r")).unwrap().count();
+        assert_eq!(files, planes_with_events, "one events file per part with events");
+    }
+}

@@ -10,7 +10,7 @@ pub mod trace_json;
 pub mod wire;
 pub mod xplane;
 
-use crate::model::Capture;
+use crate::model::{Capture, PlaneKind};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::Read;
@@ -137,7 +137,9 @@ pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
             n if input.components().any(|c| c.as_os_str() == "plugins") => n,
             _ => host_of_file(input),
         };
-        let hlo_files = if kind == SourceKind::XPlane { hlo_side_files(input.parent().unwrap_or(Path::new(".")))? } else { vec![] };
+        // A bare file name's parent is "", which names no directory: it lives in ".".
+        let dir = input.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let hlo_files = if kind == SourceKind::XPlane { hlo_side_files(dir)? } else { vec![] };
         return Ok(Resolved {
             files: vec![SourceFile { path: input.to_path_buf(), kind, host: host_of_file(input) }],
             fallback: vec![],
@@ -230,13 +232,107 @@ fn map_file(path: &Path) -> Result<memmap2::Mmap, InputError> {
     unsafe { memmap2::Mmap::map(&file) }.map_err(|e| input_err(path, format!("cannot map: {e}")))
 }
 
-/// Decodes every file of a resolved input into one capture (one run).
+/// Drops the mapped pages of `bytes` (a slice of `map`) from this process's memory: they
+/// were read and are not needed again, so a file larger than memory keeps RSS bounded.
+fn release(map: &memmap2::Mmap, bytes: &[u8]) {
+    #[cfg(unix)]
+    {
+        let off = bytes.as_ptr() as usize - map.as_ptr() as usize;
+        // SAFETY: the map is a private read-only file mapping; dropped pages are read back
+        // from the file if touched again, so no reference into the map is invalidated.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, off, bytes.len()) };
+    }
+    #[cfg(not(unix))]
+    let _ = (map, bytes);
+}
+
+/// sha256 of a file, read in blocks (not mapped: hashing must not make the file resident).
+fn sha256_file(path: &Path) -> Result<String, InputError> {
+    let mut file = File::open(path).map_err(|e| input_err(path, format!("cannot open: {e}")))?;
+    let mut h = Sha256::new();
+    let mut block = vec![0u8; 4 << 20];
+    loop {
+        match file.read(&mut block) {
+            Ok(0) => break,
+            Ok(n) => h.update(&block[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(input_err(path, format!("cannot read: {e}"))),
+        }
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Planes decoded together as one part, in bytes of XPlane: whole planes, so a plane larger
+/// than this is a part alone. Bounds memory on huge profiles; `PROFQ_PART_BYTES` overrides it.
+fn part_bytes() -> usize {
+    std::env::var("PROFQ_PART_BYTES").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(32 << 20)
+}
+
+/// Receives a run part by part: each call finds one part's events in `capture.chunks`
+/// (cleared after the call); strings, planes, lines and HLO accumulate across parts.
+pub trait PartSink {
+    type Error;
+    /// The run's trace_sha256, known before the first part (a sink may refuse the run here).
+    fn identified(&mut self, _trace_sha256: &str) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    fn part(&mut self, capture: &mut Capture) -> Result<(), Self::Error>;
+    /// Forget every part received: loading starts over (the XPlane failed, the trace JSON follows).
+    fn restart(&mut self) -> Result<(), Self::Error>;
+}
+
+/// Why a streamed load failed: the input, or the sink.
+#[derive(Debug)]
+pub enum LoadError<E> {
+    Input(InputError),
+    Sink(E),
+}
+
+impl<E> From<InputError> for LoadError<E> {
+    fn from(e: InputError) -> Self {
+        LoadError::Input(e)
+    }
+}
+
+/// Keeps every part's chunks: the whole capture in memory.
+struct WholeCapture(Vec<crate::model::EventChunk>);
+
+impl PartSink for WholeCapture {
+    type Error = std::convert::Infallible;
+    fn part(&mut self, capture: &mut Capture) -> Result<(), Self::Error> {
+        self.0.append(&mut capture.chunks);
+        Ok(())
+    }
+    fn restart(&mut self) -> Result<(), Self::Error> {
+        self.0.clear();
+        Ok(())
+    }
+}
+
+/// Decodes every file of a resolved input into one capture (one run), all in memory.
 pub fn load(resolved: &Resolved) -> Result<Loaded, InputError> {
-    match load_files(&resolved.files, resolved) {
+    let mut whole = WholeCapture(Vec::new());
+    match load_parts(resolved, &mut whole) {
+        Ok(mut loaded) => {
+            loaded.capture.chunks = whole.0;
+            Ok(loaded)
+        }
+        Err(LoadError::Input(e)) => Err(e),
+        Err(LoadError::Sink(never)) => match never {},
+    }
+}
+
+/// Decodes a resolved input into one run, handing it to `sink` a part at a time (see
+/// [`PartSink`]); the returned capture holds everything but the events.
+pub fn load_parts<S: PartSink>(resolved: &Resolved, sink: &mut S) -> Result<Loaded, LoadError<S::Error>> {
+    match load_files(&resolved.files, resolved, sink) {
         Ok(l) => Ok(l),
-        Err(e) if !resolved.fallback.is_empty() => {
-            let mut l =
-                load_files(&resolved.fallback, resolved).map_err(|e2| input_err(&e.path, format!("{}; fallback trace JSON failed too: {e2}", e.what)))?;
+        Err(LoadError::Input(e)) if !resolved.fallback.is_empty() => {
+            sink.restart().map_err(LoadError::Sink)?;
+            let mut l = load_files(&resolved.fallback, resolved, sink).map_err(|e2| match e2 {
+                LoadError::Input(e2) => LoadError::Input(input_err(&e.path, format!("{}; fallback trace JSON failed too: {e2}", e.what))),
+                sink_error => sink_error,
+            })?;
             l.capture.meta.quality_warnings.insert(0, format!("XPlane not used ({e}); read the trace JSON instead"));
             Ok(l)
         }
@@ -244,24 +340,14 @@ pub fn load(resolved: &Resolved) -> Result<Loaded, InputError> {
     }
 }
 
-fn load_files(files: &[SourceFile], resolved: &Resolved) -> Result<Loaded, InputError> {
+fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut S) -> Result<Loaded, LoadError<S::Error>> {
     let mut capture = Capture::default();
     capture.meta.quality_warnings.extend(resolved.notes.iter().cloned());
-    let mut digests = Vec::new();
-    let mut host_starts: Vec<(String, Option<i64>, usize)> = Vec::new();
-    for f in files {
-        let chunks_before = capture.chunks.len();
-        let (digest, start) = match f.kind {
-            SourceKind::XPlane => load_xplane(f, &mut capture)?,
-            SourceKind::TraceJson => load_json(f, &mut capture)?,
-        };
-        digests.push((file_name(&f.path), digest));
-        host_starts.push((f.host.clone(), start, chunks_before));
-    }
     capture.meta.source_format = match files.first().map(|f| f.kind) {
         Some(SourceKind::XPlane) => "xplane",
         _ => "trace_json",
     };
+    // HLO side files first: ops need their instructions when their part is derived.
     for h in &resolved.hlo_files {
         let bytes = std::fs::read(h).map_err(|e| input_err(h, format!("cannot read: {e}")))?;
         let name = file_name(h);
@@ -271,59 +357,142 @@ fn load_files(files: &[SourceFile], resolved: &Resolved) -> Result<Loaded, Input
             capture.meta.quality_warnings.push(format!("{name}: {e}"));
         }
     }
-    align_hosts(&mut capture, &host_starts);
-    let trace_sha256 = if digests.len() == 1 {
-        digests[0].1.clone()
-    } else {
-        let mut d = digests.clone();
-        d.sort();
-        let mut h = Sha256::new();
-        for (n, s) in d {
-            h.update(format!("{n}:{s}\n").as_bytes());
+    // Every XPlane's layout before any events: all hosts' starts fix the run's start, by
+    // which each host's events are shifted as they are decoded.
+    let mut maps = Vec::new();
+    for f in files.iter().filter(|f| f.kind == SourceKind::XPlane) {
+        maps.push(map_xplane(f)?);
+    }
+    let mut layouts = Vec::new();
+    for (f, map) in files.iter().filter(|f| f.kind == SourceKind::XPlane).zip(&maps) {
+        let layout = xplane::scan(map, &mut |plane| release(map, plane)).map_err(|e| input_err(&f.path, format!("corrupt or truncated XPlane: {e}")))?;
+        if layout.planes.is_empty() {
+            return Err(input_err(&f.path, "not an XPlane: no planes decoded").into());
         }
-        hex(&h.finalize())
-    };
+        layouts.push(layout);
+    }
+    let run_start = layouts.iter().filter_map(|l| l.start_epoch).min();
+    capture.meta.start_epoch_ns = run_start;
+
+    let mut xplanes = maps.iter().zip(&layouts);
+    // The files are hashed on another core while the first part decodes.
+    let trace_sha256 = std::thread::scope(|scope| {
+        let hasher = scope.spawn(|| run_digest(files));
+        let mut hasher = Some(hasher);
+        let mut identify = |sink: &mut S| -> Result<String, LoadError<S::Error>> {
+            let digest = match hasher.take() {
+                Some(h) => h.join().expect("hash thread")?,
+                None => return Ok(String::new()),
+            };
+            sink.identified(&digest).map_err(LoadError::Sink)?;
+            Ok(digest)
+        };
+        let mut digest = String::new();
+        for f in files {
+            match f.kind {
+                SourceKind::XPlane => {
+                    let (map, layout) = xplanes.next().expect("one layout per XPlane");
+                    let shift = match (layout.start_epoch, run_start) {
+                        (Some(s), Some(r)) => s - r,
+                        _ => 0,
+                    };
+                    stream_xplane(f, map, layout, shift, &mut capture, &mut |capture: &mut Capture| {
+                        let d = identify(sink)?;
+                        if !d.is_empty() {
+                            digest = d;
+                        }
+                        sink.part(capture).map_err(LoadError::Sink)
+                    })?;
+                }
+                SourceKind::TraceJson => {
+                    load_json(f, &mut capture)?;
+                    let d = identify(sink)?;
+                    if !d.is_empty() {
+                        digest = d;
+                    }
+                    sink.part(&mut capture).map_err(LoadError::Sink)?;
+                    capture.chunks.clear();
+                }
+            }
+        }
+        Ok::<_, LoadError<S::Error>>(digest)
+    })?;
     Ok(Loaded { capture, trace_sha256, files: files.to_vec() })
 }
 
-/// Shifts each host's events so that all `start_ns` share the earliest host's start.
-fn align_hosts(capture: &mut Capture, host_starts: &[(String, Option<i64>, usize)]) {
-    let run_start = host_starts.iter().filter_map(|h| h.1).min();
-    if capture.meta.start_epoch_ns.is_none() {
-        capture.meta.start_epoch_ns = run_start;
+/// The run's trace_sha256: the file's sha256, or for several files the sha256 of their
+/// sorted `name:sha256` lines.
+fn run_digest(files: &[SourceFile]) -> Result<String, InputError> {
+    let mut digests = Vec::new();
+    for f in files {
+        digests.push((file_name(&f.path), sha256_file(&f.path)?));
     }
-    let Some(run_start) = run_start else { return };
-    for (k, (_, start, first_chunk)) in host_starts.iter().enumerate() {
-        let end_chunk = host_starts.get(k + 1).map_or(capture.chunks.len(), |h| h.2);
-        let shift = start.map_or(0, |s| s - run_start);
-        if shift == 0 {
-            continue;
-        }
-        for c in &mut capture.chunks[*first_chunk..end_chunk] {
-            for s in c.start_ns.iter_mut() {
-                *s += shift;
-            }
-        }
+    if digests.len() == 1 {
+        return Ok(digests.remove(0).1);
     }
+    digests.sort();
+    let mut h = Sha256::new();
+    for (n, s) in digests {
+        h.update(format!("{n}:{s}\n").as_bytes());
+    }
+    Ok(hex(&h.finalize()))
 }
 
-fn load_xplane(f: &SourceFile, capture: &mut Capture) -> Result<(String, Option<i64>), InputError> {
+fn map_xplane(f: &SourceFile) -> Result<memmap2::Mmap, InputError> {
     let map = map_file(&f.path)?;
-    let bytes: &[u8] = &map;
-    if bytes.starts_with(&[0x1f, 0x8b]) || matches!(bytes.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{')) {
+    if map.starts_with(&[0x1f, 0x8b]) || matches!(map.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{')) {
         return Err(input_err(&f.path, "not an XPlane protobuf (looks like JSON or gzip)"));
     }
-    // Hash on another core while this one decodes.
-    let (digest, decoded) = std::thread::scope(|s| {
-        let hasher = s.spawn(|| hex(&Sha256::digest(bytes)));
-        let decoded = xplane::decode_xspace(bytes, &f.host, capture);
-        (hasher.join().expect("hash thread"), decoded)
-    });
-    let start = decoded.map_err(|e| input_err(&f.path, format!("corrupt or truncated XPlane: {e}")))?;
-    if capture.planes.is_empty() {
-        return Err(input_err(&f.path, "not an XPlane: no planes decoded"));
+    Ok(map)
+}
+
+/// Decodes one host's XPlane a part at a time: metadata planes first (HLO, profile start),
+/// then host planes (step annotations), then device planes, each group whole planes of at
+/// most [`part_bytes`] (one plane when larger). Events are shifted by `shift_ns` onto the
+/// run's clock; each part's pages of the file are dropped once decoded.
+fn stream_xplane<E>(
+    f: &SourceFile,
+    map: &memmap2::Mmap,
+    layout: &xplane::Layout,
+    shift_ns: i64,
+    capture: &mut Capture,
+    on_part: &mut dyn FnMut(&mut Capture) -> Result<(), LoadError<E>>,
+) -> Result<(), LoadError<E>> {
+    let host = xplane::register_host(layout, &f.host, capture);
+    let rank = |k: PlaneKind| match k {
+        PlaneKind::Other => 0,
+        PlaneKind::Host => 1,
+        PlaneKind::Device => 2,
+    };
+    let mut ordered: Vec<&xplane::PlaneRef> = layout.planes.iter().collect();
+    ordered.sort_by_key(|p| rank(p.kind));
+    let limit = part_bytes();
+    let mut groups: Vec<Vec<&xplane::PlaneRef>> = vec![Vec::new()];
+    let mut acc = 0;
+    for plane in ordered {
+        if acc > 0 && acc + plane.bytes.len() > limit {
+            groups.push(Vec::new());
+            acc = 0;
+        }
+        acc += plane.bytes.len();
+        groups.last_mut().expect("a group").push(plane);
     }
-    Ok((digest, start))
+    for group in groups {
+        xplane::decode_planes(&group, host, layout.start_epoch, capture).map_err(|e| input_err(&f.path, format!("corrupt or truncated XPlane: {e}")))?;
+        if shift_ns != 0 {
+            for c in &mut capture.chunks {
+                for s in c.start_ns.iter_mut() {
+                    *s = s.saturating_add(shift_ns);
+                }
+            }
+        }
+        for plane in &group {
+            release(map, plane.bytes);
+        }
+        on_part(capture)?;
+        capture.chunks.clear();
+    }
+    Ok(())
 }
 
 /// Decompresses gzip `bytes` in 1 MiB blocks into `tx`; stops early when the reader is gone.
@@ -376,21 +545,18 @@ impl Read for ChannelReader {
     }
 }
 
-fn load_json(f: &SourceFile, capture: &mut Capture) -> Result<(String, Option<i64>), InputError> {
+fn load_json(f: &SourceFile, capture: &mut Capture) -> Result<(), InputError> {
     let map = map_file(&f.path)?;
     let bytes: &[u8] = &map;
-    let (digest, decoded) = std::thread::scope(|s| {
-        let hasher = s.spawn(|| hex(&Sha256::digest(bytes)));
-        let decoded = if bytes.starts_with(&[0x1f, 0x8b]) {
+    let decoded = std::thread::scope(|s| {
+        if bytes.starts_with(&[0x1f, 0x8b]) {
             // gunzip on its own thread, a few MiB ahead of the parser.
             let (tx, rx) = std::sync::mpsc::sync_channel(4);
             s.spawn(move || gunzip_into(bytes, tx));
             trace_json::decode_trace_json(ChannelReader { rx, buf: Vec::new(), pos: 0 }, &f.host, capture)
         } else {
             trace_json::decode_trace_json(bytes, &f.host, capture)
-        };
-        (hasher.join().expect("hash thread"), decoded)
+        }
     });
-    decoded.map_err(|e| input_err(&f.path, e))?;
-    Ok((digest, None))
+    decoded.map(|_| ()).map_err(|e| input_err(&f.path, e))
 }

@@ -133,38 +133,169 @@ struct LineJob<'a> {
 /// Errors carry the file offset where decoding failed.
 pub type Result<T> = std::result::Result<T, WireError>;
 
-/// Decodes an XSpace and appends its planes, lines and events to `capture`.
-/// Returns the host's profile start (ns since epoch) when the profile records it.
-pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) -> Result<Option<i64>> {
-    let mut clock = std::time::Instant::now();
-    let mut planes: Vec<(&[u8], usize)> = Vec::new();
-    let mut hostnames: Vec<String> = Vec::new();
+/// One plane of an XSpace, located but not decoded.
+pub struct PlaneRef<'a> {
+    pub bytes: &'a [u8],
+    /// Offset of `bytes` in the file (for error messages).
+    pub off: usize,
+    pub name: String,
+    pub kind: PlaneKind,
+    /// A device plane with events on a device-op line (`XLA Ops`, `Stream #N`).
+    pub has_device_ops: bool,
+}
+
+/// The top level of an XSpace: where its planes are, and what the host says about itself.
+pub struct Layout<'a> {
+    pub planes: Vec<PlaneRef<'a>>,
+    pub hostnames: Vec<String>,
+    /// XSpace errors and warnings, as quality warnings.
+    pub notes: Vec<String>,
+    /// The host's profile start (ns since epoch), from the `profile_start_time` plane stat.
+    pub start_epoch: Option<i64>,
+}
+
+/// Reads the XSpace's top level and each plane's header, skipping the events, so that the
+/// planes can then be decoded a group at a time ([`decode_planes`]). `scanned` sees each
+/// plane's bytes once read (the caller may drop them from memory).
+pub fn scan<'a>(bytes: &'a [u8], scanned: &mut dyn FnMut(&[u8])) -> Result<Layout<'a>> {
+    let mut layout = Layout { planes: Vec::new(), hostnames: Vec::new(), notes: Vec::new(), start_epoch: None };
     let mut f = Fields::new(bytes);
     while let Some((field, value, off)) = f.next_field()? {
         match field {
-            1 => planes.push((value.as_bytes(), off)),
+            1 => {
+                let plane = scan_plane(value.as_bytes(), off, &mut layout.start_epoch)?;
+                scanned(plane.bytes);
+                layout.planes.push(plane);
+            }
             2 | 3 => {
                 let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
                 let kind = if field == 2 { "error" } else { "warning" };
-                capture.meta.quality_warnings.push(format!("xspace {kind}: {text}"));
+                layout.notes.push(format!("xspace {kind}: {text}"));
             }
-            4 => hostnames.push(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+            4 => layout.hostnames.push(String::from_utf8_lossy(value.as_bytes()).into_owned()),
             _ => {}
         }
     }
-    // The file name (`<host>.xplane.pb`) names the host, as XProf does: it is unique within a
-    // session even when every XSpace reports the same hostname.
-    let host_name = if default_host.is_empty() { hostnames.first().cloned().unwrap_or_else(|| "host".into()) } else { default_host.to_string() };
+    Ok(layout)
+}
+
+fn scan_plane<'a>(bytes: &'a [u8], off: usize, start_epoch: &mut Option<i64>) -> Result<PlaneRef<'a>> {
+    let mut name = String::new();
+    let mut lines = Vec::new();
+    let mut stat_names: HashMap<i64, &[u8]> = HashMap::new();
+    let mut plane_stats = Vec::new();
+    let mut pf = Fields::with_base(bytes, off);
+    while let Some((field, value, voff)) = pf.next_field()? {
+        match field {
+            2 => name = String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            3 => lines.push((value.as_bytes(), voff)),
+            5 => {
+                let (id, msg) = map_entry(value.as_bytes(), voff)?;
+                let mut mf = Fields::with_base(msg.0, msg.1);
+                while let Some((field, value, _)) = mf.next_field()? {
+                    if field == 2 {
+                        stat_names.insert(id, value.as_bytes());
+                    }
+                }
+            }
+            6 => plane_stats.push((value.as_bytes(), voff)),
+            _ => {}
+        }
+    }
+    for (stat, soff) in plane_stats {
+        let mut sf = Fields::with_base(stat, soff);
+        let (mut id, mut v) = (0i64, None);
+        while let Some((field, value, _)) = sf.next_field()? {
+            match field {
+                1 => id = value.as_i64(),
+                3 | 4 => v = Some(value.as_i64()),
+                2 => v = Some(value.as_f64() as i64),
+                _ => {}
+            }
+        }
+        if stat_names.get(&id) == Some(&&b"profile_start_time"[..]) {
+            *start_epoch = v.or(*start_epoch);
+        }
+    }
+    let kind = plane_kind(&name);
+    let mut has_device_ops = false;
+    if kind == PlaneKind::Device {
+        for (line, loff) in lines {
+            let (header, has_events) = line_header(line, loff)?;
+            has_device_ops |= has_events && crate::tables::derive::is_device_op_line(&String::from_utf8_lossy(header.display()));
+        }
+    }
+    Ok(PlaneRef { bytes, off, name, kind, has_device_ops })
+}
+
+/// The header fields of an XLine (everything but its events).
+#[derive(Default)]
+struct LineHeader<'a> {
+    id: i64,
+    name: &'a [u8],
+    display_name: &'a [u8],
+    timestamp_ns: i64,
+}
+
+impl<'a> LineHeader<'a> {
+    /// The name a viewer shows: the display name when there is one.
+    fn display(&self) -> &'a [u8] {
+        if self.display_name.is_empty() { self.name } else { self.display_name }
+    }
+}
+
+fn line_header(bytes: &[u8], off: usize) -> Result<(LineHeader<'_>, bool)> {
+    let mut h = LineHeader::default();
+    let mut has_events = false;
+    let mut lf = Fields::with_base(bytes, off);
+    while let Some((field, value, _)) = lf.next_field()? {
+        match field {
+            1 => h.id = value.as_i64(),
+            2 => h.name = value.as_bytes(),
+            11 => h.display_name = value.as_bytes(),
+            3 => h.timestamp_ns = value.as_i64(),
+            4 => has_events = true,
+            _ => {}
+        }
+    }
+    Ok((h, has_events))
+}
+
+/// Decodes an XSpace and appends its planes, lines and events to `capture` (all planes as
+/// one part). Returns the host's profile start (ns since epoch) when the profile records it.
+pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) -> Result<Option<i64>> {
+    let layout = scan(bytes, &mut |_| {})?;
+    let host = register_host(&layout, default_host, capture);
+    let planes: Vec<&PlaneRef> = layout.planes.iter().collect();
+    decode_planes(&planes, host, layout.start_epoch, capture)?;
+    Ok(layout.start_epoch)
+}
+
+/// Records the XSpace's notes and its host in `capture`; returns the host's pool id.
+/// The file name (`<host>.xplane.pb`) names the host, as XProf does: it is unique within a
+/// session even when every XSpace reports the same hostname.
+pub fn register_host(layout: &Layout, default_host: &str, capture: &mut Capture) -> u32 {
+    capture.meta.quality_warnings.extend(layout.notes.iter().cloned());
+    let host_name = if default_host.is_empty() { layout.hostnames.first().cloned().unwrap_or_else(|| "host".into()) } else { default_host.to_string() };
     let host = capture.strings.intern(&host_name);
     if !capture.meta.hosts.contains(&host_name) {
         capture.meta.hosts.push(host_name);
     }
+    if layout.planes.iter().any(|p| p.has_device_ops) && !capture.meta.hosts_with_device_ops.contains(&host) {
+        capture.meta.hosts_with_device_ops.push(host);
+    }
+    host
+}
 
+/// Decodes `planes` (whole planes of one host's XSpace) and appends them to `capture`.
+/// `start_epoch` is the host's profile start, to which line timestamps are made relative.
+pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, capture: &mut Capture) -> Result<()> {
+    let mut clock = std::time::Instant::now();
     // Pass 1: plane headers, metadata tables, special planes.
     let mut ctxs: Vec<PlaneCtx> = Vec::new();
     let mut jobs: Vec<LineJob> = Vec::new();
-    let mut start_epoch: Option<i64> = None;
-    for (plane_bytes, plane_off) in planes {
+    for plane in planes {
+        let (plane_bytes, plane_off) = (plane.bytes, plane.off);
         let mut name = String::new();
         let mut line_slices = Vec::new();
         let mut event_meta_entries = Vec::new();
@@ -208,7 +339,6 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
             let key = capture.strings.get(info.name).unwrap_or("").to_string();
             let text = value_text(value, &capture.strings);
             match key.as_str() {
-                "profile_start_time" => start_epoch = value_i64(value),
                 "jax_version" => capture.meta.jax_version = Some(text),
                 "jaxlib_version" => capture.meta.jaxlib_version = Some(text),
                 "device_type_string" | "device_vendor" => {
@@ -278,28 +408,21 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
 
         // Lines: header now, events later in parallel.
         for (line_bytes, off) in line_slices {
-            let mut lf = Fields::with_base(line_bytes, off);
-            let (mut id, mut ts) = (0i64, 0i64);
-            let (mut lname, mut dname): (&[u8], &[u8]) = (b"", b"");
+            let (header, _) = line_header(line_bytes, off)?;
             let mut evs = Vec::new();
+            let mut lf = Fields::with_base(line_bytes, off);
             while let Some((field, value, _)) = lf.next_field()? {
-                match field {
-                    1 => id = value.as_i64(),
-                    2 => lname = value.as_bytes(),
-                    11 => dname = value.as_bytes(),
-                    3 => ts = value.as_i64(),
-                    4 => evs.push(value.as_bytes()),
-                    _ => {}
+                if field == 4 {
+                    evs.push(value.as_bytes());
                 }
             }
-            let chosen = if !dname.is_empty() { dname } else { lname };
+            let chosen = header.display();
             let line_name = if chosen.is_empty() { format!("xline:{}", capture.lines.len()) } else { String::from_utf8_lossy(chosen).into_owned() };
             capture.meta.num_events_total += evs.len() as i64;
             let line_index = capture.lines.len() as u32;
-            capture.lines.push(Line { plane: plane_index, line_id: id, name: capture.strings.intern(&line_name) });
+            capture.lines.push(Line { plane: plane_index, line_id: header.id, name: capture.strings.intern(&line_name) });
             if !evs.is_empty() {
-                let base = off;
-                jobs.push(LineJob { line_index, timestamp_ns: ts, events: evs, plane: ctxs.len(), base });
+                jobs.push(LineJob { line_index, timestamp_ns: header.timestamp_ns, events: evs, plane: ctxs.len(), base: off });
             }
         }
         ctxs.push(PlaneCtx { stats, events });
@@ -349,7 +472,7 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
         capture.chunks.push(chunk);
     }
     crate::timing::stage_done("  xplane string merge", &mut clock);
-    Ok(start_epoch)
+    Ok(())
 }
 
 pub fn plane_kind(name: &str) -> PlaneKind {

@@ -157,7 +157,7 @@ impl Store {
         );
         let dir = self.root.join(".staging").join(unique);
         fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        Ok(Staged { dir, run_id: run_id.to_string() })
+        Ok(Staged { dir, run_id: run_id.to_string(), parts_written: Default::default() })
     }
 
     /// Writes all tables of a run into a new staging directory.
@@ -183,8 +183,9 @@ impl Store {
             if chunks.is_empty() {
                 chunks.push(&[]);
             }
+            let first = staged.take_part_numbers(name, chunks.len());
             for (k, chunk) in chunks.into_iter().enumerate() {
-                jobs.push((dir_of.join(format!("part-{k}.parquet")), name, chunk));
+                jobs.push((dir_of.join(format!("part-{}.parquet", first + k)), name, chunk));
             }
         }
         let results: Vec<Result<(), String>> = std::thread::scope(|s| {
@@ -213,9 +214,25 @@ impl Store {
 pub struct Staged {
     pub dir: PathBuf,
     pub run_id: String,
+    /// Part files written so far per table (a run streamed in parts writes several).
+    parts_written: std::sync::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl Staged {
+    /// Whether a part file of `table` was written.
+    pub fn has_parts(&self, table: &str) -> bool {
+        self.parts_written.lock().unwrap_or_else(|e| e.into_inner()).get(table).is_some_and(|&n| n > 0)
+    }
+
+    /// Reserves `n` part numbers for `table`; returns the first.
+    fn take_part_numbers(&self, table: &str, n: usize) -> usize {
+        let mut written = self.parts_written.lock().unwrap_or_else(|e| e.into_inner());
+        let next = written.entry(table.to_string()).or_insert(0);
+        let first = *next;
+        *next += n;
+        first
+    }
+
     pub fn discard(self) {
         let _ = fs::remove_dir_all(&self.dir);
     }

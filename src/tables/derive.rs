@@ -125,18 +125,6 @@ struct OpCaches {
     strings: LocalStrings,
 }
 
-pub struct Derived {
-    pub strings: LocalStrings,
-    pub ops: Vec<Op>,
-    pub gaps: Vec<Gap>,
-    pub steps: Vec<Step>,
-    pub collectives: Vec<Collective>,
-    /// (pass, path) -> totals, ordered.
-    pub regions: BTreeMap<(&'static str, String), Region>,
-    /// First event_id of each chunk.
-    pub chunk_base: Vec<i64>,
-}
-
 /// Device-op lines: TPU `XLA Ops` / `Async XLA Ops`, GPU `Stream #N(...)`, Kineto `stream N`.
 pub fn is_device_op_line(name: &str) -> bool {
     name == "XLA Ops" || name == "Async XLA Ops" || name.starts_with("Stream #") || name.to_ascii_lowercase().starts_with("stream ")
@@ -381,6 +369,16 @@ fn covered(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
 /// Interns the strings the derivation looks up by value (CPU device names, module names
 /// of `XLA Modules` events, `hlo_category` and the `name` stat that replaces a generic
 /// tf_op), so that the derivation itself can read the capture immutably.
+/// The union of two merged interval lists.
+fn merge_unions(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    if a.is_empty() {
+        return b;
+    }
+    let mut v = a;
+    v.extend(b);
+    union(v)
+}
+
 pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     let ids = PoolIds::new(&mut capture.strings);
     let xla_module = ["XlaModule", "XlaModule:"].map(|s| capture.strings.lookup(s));
@@ -415,10 +413,10 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     ids
 }
 
-/// The first event_id of each chunk (events are numbered in chunk order).
-pub fn chunk_bases(capture: &Capture) -> Vec<i64> {
+/// The first event_id of each chunk, numbering from `first` in chunk order.
+pub fn chunk_bases(capture: &Capture, first: i64) -> Vec<i64> {
     let mut bases = Vec::with_capacity(capture.chunks.len());
-    let mut base = 0i64;
+    let mut base = first;
     for c in &capture.chunks {
         bases.push(base);
         base += c.len() as i64;
@@ -426,123 +424,315 @@ pub fn chunk_bases(capture: &Capture) -> Vec<i64> {
     bases
 }
 
-/// Derives every table but `events` and `runs`. `ids` comes from [`prepare_strings`], which
-/// is the only step that changes the capture, so this can run beside the events writer.
-pub fn derive(capture: &Capture, pool_ids: &PoolIds) -> Derived {
-    let chunk_base = chunk_bases(capture);
+/// Tables derived from one part of a run: the part's ops and what refers to them.
+pub struct PartDerived {
+    pub strings: LocalStrings,
+    pub ops: Vec<Op>,
+    pub gaps: Vec<Gap>,
+    pub collectives: Vec<Collective>,
+    /// First event_id of each chunk of the part.
+    pub chunk_base: Vec<i64>,
+}
 
-    // Which hosts have device-op events (then host events with hlo_op are launches, not ops).
-    let mut host_has_device_ops: HashMap<u32, bool> = HashMap::new();
-    for chunk in &capture.chunks {
-        for i in 0..chunk.len() {
-            let line = &capture.lines[chunk.line[i] as usize];
-            let plane = &capture.planes[line.plane as usize];
-            if plane.kind == PlaneKind::Device && is_op_event(capture, chunk, i, line) {
-                host_has_device_ops.insert(plane.host, true);
-                break;
-            }
+/// What only the whole run knows: its steps (with their device activity), regions and totals.
+pub struct RunDerived {
+    pub steps: Vec<Step>,
+    /// (pass, path) -> totals, ordered.
+    pub regions: BTreeMap<(&'static str, String), Region>,
+    pub num_devices: usize,
+    /// Earliest event start and latest event end (ns), if any event.
+    pub span: Option<(i64, i64)>,
+    /// `run_id` arg values and source hints (`source`, `source_file`, `file_name` args) by count.
+    pub launch_ids: Vec<(String, usize)>,
+    pub source_hints: Vec<(String, usize)>,
+}
+
+/// Derives a run's tables part by part, so that a capture too large for memory is decoded,
+/// derived and written a group of planes at a time. A part holds whole planes; parts come
+/// host planes before device planes, so the host step annotations that device ops are
+/// assigned to are known when the device ops arrive. Only small per-run state is kept
+/// between parts: steps, the merged busy intervals of each host, region totals and counts.
+#[derive(Default)]
+pub struct Deriver {
+    /// Hosts whose device planes hold device ops (their host events with hlo_op are launches).
+    hosts_with_device_ops: Vec<u32>,
+    next_event_id: i64,
+    host_steps: BTreeMap<(u32, i64), Step>,
+    device_steps: Vec<Step>,
+    /// Per host: merged intervals of all ops and of compute ops, over every part so far.
+    host_busy: HashMap<u32, (Vec<(i64, i64)>, Vec<(i64, i64)>)>,
+    leaves: FxHashMap<(&'static str, String), Region>,
+    devices: Vec<u32>,
+    span: Option<(i64, i64)>,
+    launch_ids: FxHashMap<String, usize>,
+    source_hints: FxHashMap<String, usize>,
+}
+
+impl Deriver {
+    pub fn new() -> Self {
+        Deriver::default()
+    }
+
+    /// Declares that `host` has device ops, before parts holding its host planes arrive.
+    pub fn note_device_ops(&mut self, host: u32) {
+        if !self.hosts_with_device_ops.contains(&host) {
+            self.hosts_with_device_ops.push(host);
         }
     }
 
-    // Module windows per plane from `XLA Modules` lines (TPU ops carry no hlo_module).
-    let mut module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>> = HashMap::new();
-    let mut name_cache: HashMap<u32, (u32, i64)> = HashMap::new();
-    for chunk in &capture.chunks {
-        for i in 0..chunk.len() {
-            let line = &capture.lines[chunk.line[i] as usize];
-            if capture.str(line.name) != Some("XLA Modules") {
+    /// The event_id the next part's first event gets.
+    pub fn next_event_id(&self) -> i64 {
+        self.next_event_id
+    }
+
+    /// Derives the ops of the events now in `capture.chunks` (one part) and folds the part
+    /// into the run's state. `pool_ids` comes from [`prepare_strings`] on this part.
+    pub fn part(&mut self, capture: &Capture, pool_ids: &PoolIds) -> PartDerived {
+        let chunk_base = chunk_bases(capture, self.next_event_id);
+        self.next_event_id += capture.num_events() as i64;
+        self.note_span_and_hints(capture);
+        for &host in &capture.meta.hosts_with_device_ops {
+            self.note_device_ops(host);
+        }
+
+        for chunk in &capture.chunks {
+            for i in 0..chunk.len() {
+                let line = &capture.lines[chunk.line[i] as usize];
+                let plane = &capture.planes[line.plane as usize];
+                if plane.kind == PlaneKind::Device && is_op_event(capture, chunk, i, line) {
+                    self.note_device_ops(plane.host);
+                    break;
+                }
+            }
+        }
+
+        // Module windows per plane from `XLA Modules` lines (TPU ops carry no hlo_module).
+        let mut module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>> = HashMap::new();
+        let mut name_cache: HashMap<u32, (u32, i64)> = HashMap::new();
+        for chunk in &capture.chunks {
+            for i in 0..chunk.len() {
+                let line = &capture.lines[chunk.line[i] as usize];
+                if capture.str(line.name) != Some("XLA Modules") {
+                    continue;
+                }
+                let (module, pid) = *name_cache.entry(chunk.name[i]).or_insert_with(|| {
+                    let (m, p) = parse_module_event(capture.str(chunk.name[i]).unwrap_or(""));
+                    (capture.strings.lookup(m).unwrap_or(NO_STR), p.unwrap_or(NULL_I64))
+                });
+                module_windows.entry(line.plane).or_default().push((chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i], module, pid));
+            }
+        }
+        for w in module_windows.values_mut() {
+            w.sort_unstable_by_key(|x| x.0);
+        }
+
+        // Steps of this part join the run's; the outermost annotation of a host step wins.
+        let (part_host_steps, part_device_steps) = collect_steps(capture);
+        for s in part_host_steps {
+            let key = (s.host, s.step);
+            if self.host_steps.get(&key).is_none_or(|old| s.end_ns - s.start_ns > old.end_ns - old.start_ns) {
+                self.host_steps.insert(key, s);
+            }
+        }
+        let first_new_device_step = self.device_steps.len();
+        self.device_steps.extend(part_device_steps);
+
+        // Ops.
+        let mut ops = Vec::new();
+        let mut caches = OpCaches::default();
+        for (ci, chunk) in capture.chunks.iter().enumerate() {
+            for i in 0..chunk.len() {
+                let line = &capture.lines[chunk.line[i] as usize];
+                let plane = &capture.planes[line.plane as usize];
+                let is_op = match plane.kind {
+                    PlaneKind::Device => is_op_event(capture, chunk, i, line),
+                    PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !self.hosts_with_device_ops.contains(&plane.host),
+                    PlaneKind::Other => false,
+                };
+                if !is_op {
+                    continue;
+                }
+                ops.push(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
+            }
+        }
+        for op in &ops {
+            if let Err(k) = self.devices.binary_search(&op.device) {
+                self.devices.insert(k, op.device);
+            }
+        }
+
+        // Steps → op step numbers.
+        let known_steps: Vec<&Step> = self.host_steps.values().chain(self.device_steps.iter()).collect();
+        assign_steps(&mut ops, &known_steps);
+
+        // Per (host, device) unions for overlap.
+        let mut compute_by_device: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
+        for op in &ops {
+            if op.category == "compute" && !op.async_span {
+                compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
+            }
+        }
+        let compute_by_device: HashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
+        let mut collectives = Vec::new();
+        for (idx, op) in ops.iter().enumerate() {
+            if op.collective_kind.is_some() {
+                let overlapped = compute_by_device.get(&(op.host, op.device)).map_or(0, |m| covered(m, op.start_ns, op.end_ns()));
+                collectives.push(Collective { op: idx, overlapped_ns: overlapped.min(op.dur_ns) });
+            }
+        }
+
+        self.fold_step_activity(&ops, first_new_device_step);
+        self.fold_regions(&ops, &caches.strings);
+        let gaps = find_gaps(capture, &ops);
+        PartDerived { strings: caches.strings, ops, gaps, collectives, chunk_base }
+    }
+
+    /// Device steps of this part get their device's activity (a device's ops and its `Steps`
+    /// line share a plane, so a part); host steps count this part's op starts, and the host's
+    /// busy intervals grow by this part's ops (their coverage is taken at the end).
+    fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize) {
+        let mut all: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
+        let mut compute: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
+        let mut starts: HashMap<(u32, u32), Vec<i64>> = HashMap::new();
+        for op in ops.iter().filter(|o| !o.async_span) {
+            for key in [(op.host, NO_STR), (op.host, op.device)] {
+                all.entry(key).or_default().push((op.start_ns, op.end_ns()));
+                starts.entry(key).or_default().push(op.start_ns);
+                if op.collective_kind.is_none() {
+                    compute.entry(key).or_default().push((op.start_ns, op.end_ns()));
+                }
+            }
+        }
+        let all: HashMap<_, _> = all.into_iter().map(|(k, v)| (k, union(v))).collect();
+        let compute: HashMap<_, _> = compute.into_iter().map(|(k, v)| (k, union(v))).collect();
+        for v in starts.values_mut() {
+            v.sort_unstable();
+        }
+        let count = |key: (u32, u32), s: i64, e: i64| starts.get(&key).map_or(0, |v| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64);
+        for s in self.device_steps[first_new_device_step..].iter_mut() {
+            let key = (s.host, s.device);
+            s.busy_ns = all.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
+            s.compute_ns = compute.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
+            s.op_count = count(key, s.start_ns, s.end_ns);
+        }
+        for s in self.host_steps.values_mut() {
+            s.op_count += count((s.host, NO_STR), s.start_ns, s.end_ns);
+        }
+        for ((host, device), merged) in all {
+            if device != NO_STR {
                 continue;
             }
-            let (module, pid) = *name_cache.entry(chunk.name[i]).or_insert_with(|| {
-                let (m, p) = parse_module_event(capture.str(chunk.name[i]).unwrap_or(""));
-                (capture.strings.lookup(m).unwrap_or(NO_STR), p.unwrap_or(NULL_I64))
-            });
-            module_windows.entry(line.plane).or_default().push((chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i], module, pid));
+            let slot = self.host_busy.entry(host).or_default();
+            let computed = compute.get(&(host, NO_STR)).cloned().unwrap_or_default();
+            slot.0 = merge_unions(std::mem::take(&mut slot.0), merged);
+            slot.1 = merge_unions(std::mem::take(&mut slot.1), computed);
         }
     }
-    for w in module_windows.values_mut() {
-        w.sort_unstable_by_key(|x| x.0);
-    }
 
-    // Steps.
-    let mut steps = collect_steps(capture);
-    steps.sort_by(|a, b| (a.host, a.device != NO_STR, a.device, a.start_ns, a.step).cmp(&(b.host, b.device != NO_STR, b.device, b.start_ns, b.step)));
-
-    // Ops.
-    let mut ops = Vec::new();
-    let mut caches = OpCaches::default();
-    for (ci, chunk) in capture.chunks.iter().enumerate() {
-        for i in 0..chunk.len() {
-            let line = &capture.lines[chunk.line[i] as usize];
-            let plane = &capture.planes[line.plane as usize];
-            let is_op = match plane.kind {
-                PlaneKind::Device => is_op_event(capture, chunk, i, line),
-                PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !host_has_device_ops.get(&plane.host).copied().unwrap_or(false),
-                PlaneKind::Other => false,
-            };
-            if !is_op {
+    /// Region totals per distinct (pass, path) of this part's ops.
+    fn fold_regions(&mut self, ops: &[Op], strings: &LocalStrings) {
+        let mut leaves: FxHashMap<(&'static str, u32), Region> = FxHashMap::default();
+        for op in ops {
+            if op.region_path == NO_STR {
                 continue;
             }
-            ops.push(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
+            let r = leaves.entry((op.pass, op.region_path)).or_default();
+            r.op_count += 1;
+            r.exclusive_ns += op.self_ns;
+            if !r.devices.contains(&op.device) {
+                r.devices.push(op.device);
+            }
         }
-    }
-
-    // Steps → op step numbers.
-    assign_steps(&mut ops, &steps);
-
-    // Per (host, device) unions for overlap; per host for host-derived steps.
-    let mut compute_by_device: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
-    for op in &ops {
-        if op.category == "compute" && !op.async_span {
-            compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
-        }
-    }
-    let compute_by_device: HashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
-
-    let mut collectives = Vec::new();
-    for (idx, op) in ops.iter().enumerate() {
-        if op.collective_kind.is_some() {
-            let overlapped = compute_by_device.get(&(op.host, op.device)).map_or(0, |m| covered(m, op.start_ns, op.end_ns()));
-            collectives.push(Collective { op: idx, overlapped_ns: overlapped.min(op.dur_ns) });
-        }
-    }
-
-    fill_step_activity(&mut steps, &ops);
-
-    // Regions: totals per distinct (pass, path) first, then rolled up to every prefix.
-    let mut leaves: FxHashMap<(&'static str, u32), Region> = FxHashMap::default();
-    for op in &ops {
-        if op.region_path == NO_STR {
-            continue;
-        }
-        let r = leaves.entry((op.pass, op.region_path)).or_default();
-        r.op_count += 1;
-        r.exclusive_ns += op.self_ns;
-        if !r.devices.contains(&op.device) {
-            r.devices.push(op.device);
-        }
-    }
-    let mut regions: BTreeMap<(&'static str, String), Region> = BTreeMap::new();
-    for ((pass, path_id), leaf) in &leaves {
-        let path = caches.strings.get(*path_id).unwrap_or("");
-        let comps = split_scope(path);
-        for k in 1..=comps.len() {
-            let r = regions.entry((*pass, comps[..k].join("/"))).or_default();
+        for ((pass, path_id), leaf) in leaves {
+            let r = self.leaves.entry((pass, strings.get(path_id).unwrap_or("").to_string())).or_default();
             r.op_count += leaf.op_count;
-            r.inclusive_ns += leaf.exclusive_ns;
-            if k == comps.len() {
-                r.exclusive_ns += leaf.exclusive_ns;
-            }
-            for d in &leaf.devices {
-                if !r.devices.contains(d) {
-                    r.devices.push(*d);
+            r.exclusive_ns += leaf.exclusive_ns;
+            for d in leaf.devices {
+                if !r.devices.contains(&d) {
+                    r.devices.push(d);
                 }
             }
         }
     }
 
-    let gaps = find_gaps(capture, &ops);
-    Derived { strings: caches.strings, ops, gaps, steps, collectives, regions, chunk_base }
+    fn note_span_and_hints(&mut self, capture: &Capture) {
+        for c in &capture.chunks {
+            for i in 0..c.len() {
+                let (s, e) = (c.start_ns[i], c.start_ns[i].saturating_add(c.dur_ns[i]));
+                self.span = Some(self.span.map_or((s, e), |(lo, hi)| (lo.min(s), hi.max(e))));
+            }
+        }
+        let key = |k: &str| capture.strings.lookup(k).unwrap_or(NO_STR);
+        let run_id = key("run_id");
+        let sources = [key("source"), key("source_file"), key("file_name")];
+        for c in &capture.chunks {
+            for j in 0..c.arg_key.len() {
+                let k = c.arg_key[j];
+                let counts = if k == run_id {
+                    &mut self.launch_ids
+                } else if sources.contains(&k) {
+                    &mut self.source_hints
+                } else {
+                    continue;
+                };
+                match counts.get_mut(c.arg_value(j)) {
+                    Some(n) => *n += 1,
+                    None => {
+                        counts.insert(c.arg_value(j).to_string(), 1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The run-level tables once every part has been seen.
+    pub fn finish(self) -> RunDerived {
+        let mut steps: Vec<Step> = self.host_steps.into_values().collect();
+        for s in steps.iter_mut() {
+            if let Some((all, compute)) = self.host_busy.get(&s.host) {
+                s.busy_ns = covered(all, s.start_ns, s.end_ns);
+                s.compute_ns = covered(compute, s.start_ns, s.end_ns);
+            }
+        }
+        steps.extend(self.device_steps);
+        for s in steps.iter_mut() {
+            s.communication_ns = s.busy_ns - s.compute_ns;
+        }
+        steps.sort_by(|a, b| (a.host, a.device != NO_STR, a.device, a.start_ns, a.step).cmp(&(b.host, b.device != NO_STR, b.device, b.start_ns, b.step)));
+
+        // Region totals rolled up to every prefix of their path.
+        let mut regions: BTreeMap<(&'static str, String), Region> = BTreeMap::new();
+        for ((pass, path), leaf) in &self.leaves {
+            let comps = split_scope(path);
+            for k in 1..=comps.len() {
+                let r = regions.entry((*pass, comps[..k].join("/"))).or_default();
+                r.op_count += leaf.op_count;
+                r.inclusive_ns += leaf.exclusive_ns;
+                if k == comps.len() {
+                    r.exclusive_ns += leaf.exclusive_ns;
+                }
+                for d in &leaf.devices {
+                    if !r.devices.contains(d) {
+                        r.devices.push(*d);
+                    }
+                }
+            }
+        }
+        let top = |m: FxHashMap<String, usize>| {
+            let mut v: Vec<(String, usize)> = m.into_iter().collect();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            v.truncate(20);
+            v
+        };
+        RunDerived {
+            steps,
+            regions,
+            num_devices: self.devices.len(),
+            span: self.span,
+            launch_ids: top(self.launch_ids),
+            source_hints: top(self.source_hints),
+        }
+    }
 }
 
 /// Canonical op name: leading `%` and one trailing `.<digits>` removed (`fusion.12` → `fusion`).
@@ -780,8 +970,9 @@ fn make_op(
     }
 }
 
-fn collect_steps(capture: &Capture) -> Vec<Step> {
-    // Host step annotations: outermost event per (host, step) carrying step_num.
+/// Steps of the events in `capture`: host step annotations (the outermost event per (host,
+/// step) carrying step_num) and device `Steps` lines.
+fn collect_steps(capture: &Capture) -> (Vec<Step>, Vec<Step>) {
     let mut host_steps: BTreeMap<(u32, i64), Step> = BTreeMap::new();
     let mut device_steps = Vec::new();
     for chunk in &capture.chunks {
@@ -805,9 +996,7 @@ fn collect_steps(capture: &Capture) -> Vec<Step> {
             }
         }
     }
-    let mut steps: Vec<Step> = host_steps.into_values().collect();
-    steps.extend(device_steps);
-    steps
+    (host_steps.into_values().collect(), device_steps)
 }
 
 fn new_step(host: u32, device: u32, step: i64, name: u32, start_ns: i64, end_ns: i64, source: &'static str) -> Step {
@@ -816,7 +1005,7 @@ fn new_step(host: u32, device: u32, step: i64, name: u32, start_ns: i64, end_ns:
 
 /// Each op gets the step whose window contains its start: its device's `Steps` line first,
 /// else its host's step annotations.
-fn assign_steps(ops: &mut [Op], steps: &[Step]) {
+fn assign_steps(ops: &mut [Op], steps: &[&Step]) {
     let mut windows: HashMap<(u32, u32), Vec<(i64, i64, i64)>> = HashMap::new();
     for s in steps {
         windows.entry((s.host, s.device)).or_default().push((s.start_ns, s.end_ns, s.step));
@@ -832,36 +1021,6 @@ fn assign_steps(ops: &mut [Op], steps: &[Step]) {
         let by_device = windows.get(&(op.host, op.device)).and_then(|w| find(w, op.start_ns));
         let by_host = || windows.get(&(op.host, NO_STR)).and_then(|w| find(w, op.start_ns));
         op.step = by_device.or_else(by_host).unwrap_or(NULL_I64);
-    }
-}
-
-fn fill_step_activity(steps: &mut [Step], ops: &[Op]) {
-    // Merged intervals per (host) and per (host, device), for all ops and for compute ops.
-    let mut all: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
-    let mut compute: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
-    let mut starts: HashMap<(u32, u32), Vec<i64>> = HashMap::new();
-    for op in ops.iter().filter(|o| !o.async_span) {
-        for key in [(op.host, NO_STR), (op.host, op.device)] {
-            all.entry(key).or_default().push((op.start_ns, op.end_ns()));
-            starts.entry(key).or_default().push(op.start_ns);
-            if op.collective_kind.is_none() {
-                compute.entry(key).or_default().push((op.start_ns, op.end_ns()));
-            }
-        }
-    }
-    let all: HashMap<_, _> = all.into_iter().map(|(k, v)| (k, union(v))).collect();
-    let compute: HashMap<_, _> = compute.into_iter().map(|(k, v)| (k, union(v))).collect();
-    for v in starts.values_mut() {
-        v.sort_unstable();
-    }
-    for s in steps.iter_mut() {
-        let key = (s.host, s.device);
-        let busy = all.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
-        let comp = compute.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
-        s.busy_ns = busy;
-        s.compute_ns = comp;
-        s.communication_ns = busy - comp;
-        s.op_count = starts.get(&key).map_or(0, |v| (v.partition_point(|&t| t < s.end_ns) - v.partition_point(|&t| t < s.start_ns)) as i64);
     }
 }
 

@@ -11,7 +11,6 @@ use crate::model::*;
 use arrow::array::*;
 use arrow::record_batch::RecordBatch;
 use columns::*;
-use derive::Derived;
 use std::sync::Arc;
 
 /// What the caller knows about a run besides its content.
@@ -33,6 +32,15 @@ impl RunTables {
     pub fn get(&self, name: &str) -> Option<&[RecordBatch]> {
         self.tables.iter().find(|(n, _)| *n == name).map(|(_, b)| b.as_slice())
     }
+    /// Adds `other`'s batches to this run's (tables keep their first position).
+    pub fn append(&mut self, other: RunTables) {
+        for (name, batches) in other.tables {
+            match self.tables.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, mine)) => mine.extend(batches),
+                None => self.tables.push((name, batches)),
+            }
+        }
+    }
     pub fn rows(&self, name: &str) -> usize {
         self.get(name).map_or(0, |b| b.iter().map(|b| b.num_rows()).sum())
     }
@@ -40,24 +48,34 @@ impl RunTables {
 
 type Result<T> = std::result::Result<T, arrow::error::ArrowError>;
 
-/// Every table of a run, in memory.
+/// Every table of a run, in memory (the capture is one part).
 pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
+    let mut deriver = derive::Deriver::new();
+    let (events, parts) = build_part(capture, &mut deriver)?;
+    let mut tables = vec![("events", events)];
+    tables.extend(parts.tables);
+    let mut tables = RunTables { tables };
+    tables.append(run_tables(capture, deriver.finish(), info)?);
+    Ok(tables)
+}
+
+/// The tables of the part of a run now in `capture.chunks`: its `events` batches, and its
+/// `ops`, `collectives` and `gaps` (built at the same time on another thread).
+pub fn build_part(capture: &mut Capture, deriver: &mut derive::Deriver) -> Result<(Vec<RecordBatch>, RunTables)> {
     let ids = derive::prepare_strings(capture);
     let capture = &*capture;
-    // Events batches are built while the other tables are derived.
-    let (events, others) = std::thread::scope(|s| {
-        let events = s.spawn(|| events_batches(capture));
-        let others = derived_tables(capture, &derive::derive(capture, &ids), info);
-        (events.join().expect("events builder panicked"), others)
-    });
-    let mut tables = vec![("events", events?)];
-    tables.extend(others?.tables);
-    Ok(RunTables { tables })
+    let first_event_id = deriver.next_event_id();
+    std::thread::scope(|s| {
+        let events = s.spawn(|| events_batches(capture, first_event_id));
+        let part = deriver.part(capture, &ids);
+        let others = part_tables(capture, &part);
+        Ok((events.join().expect("events builder panicked")?, others?))
+    })
 }
 
 /// The `events` table: one batch per decoded chunk, built in parallel.
-pub fn events_batches(capture: &Capture) -> Result<Vec<RecordBatch>> {
-    let bases = derive::chunk_bases(capture);
+pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<RecordBatch>> {
+    let bases = derive::chunk_bases(capture, first_event_id);
     std::thread::scope(|s| {
         let handles: Vec<_> =
             capture.chunks.iter().zip(bases).filter(|(c, _)| !c.is_empty()).map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base))).collect();
@@ -65,16 +83,24 @@ pub fn events_batches(capture: &Capture) -> Result<Vec<RecordBatch>> {
     })
 }
 
-/// Every table but `events`.
-pub fn derived_tables(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<RunTables> {
+/// The tables made of a part's ops.
+pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
     Ok(RunTables {
         tables: vec![
-            ("runs", vec![runs_batch(capture, derived, info)?]),
-            ("ops", vec![ops_batch(capture, derived)?]),
-            ("regions", vec![regions_batch(derived)?]),
-            ("steps", vec![steps_batch(capture, derived)?]),
-            ("collectives", vec![collectives_batch(capture, derived)?]),
-            ("gaps", vec![gaps_batch(capture, derived)?]),
+            ("ops", vec![ops_batch(capture, part)?]),
+            ("collectives", vec![collectives_batch(capture, part)?]),
+            ("gaps", vec![gaps_batch(capture, part)?]),
+        ],
+    })
+}
+
+/// The tables only the whole run knows: `runs`, `regions`, `steps`.
+pub fn run_tables(capture: &Capture, run: derive::RunDerived, info: &RunInfo) -> Result<RunTables> {
+    Ok(RunTables {
+        tables: vec![
+            ("runs", vec![runs_batch(capture, &run, info)?]),
+            ("regions", vec![regions_batch(&run)?]),
+            ("steps", vec![steps_batch(capture, &run)?]),
         ],
     })
 }
@@ -84,21 +110,12 @@ fn batch(table: &str, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
     RecordBatch::try_new(schema::arrow_schema(t), columns)
 }
 
-fn runs_batch(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<RecordBatch> {
+fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Result<RecordBatch> {
     let m = &capture.meta;
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for c in &capture.chunks {
-        for i in 0..c.len() {
-            lo = lo.min(c.start_ns[i]);
-            hi = hi.max(c.start_ns[i].saturating_add(c.dur_ns[i]));
-        }
-    }
-    let duration = if hi >= lo { hi - lo } else { 0 };
-    let mut devices: Vec<u32> = derived.ops.iter().map(|o| o.device).collect();
-    devices.sort_unstable();
-    devices.dedup();
+    let duration = run.span.map_or(0, |(lo, hi)| (hi - lo).max(0));
     let labels = vec![info.labels.clone()];
-    let (launch_ids, source_hints) = provenance_hints(capture);
+    let names = |v: &[(String, usize)]| v.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>();
+    let (launch_ids, source_hints) = (names(&run.launch_ids), names(&run.source_hints));
     batch(
         "runs",
         vec![
@@ -116,7 +133,7 @@ fn runs_batch(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<Re
             Arc::new(StringArray::from(vec![m.jax_version.clone()])),
             Arc::new(StringArray::from(vec![m.jaxlib_version.clone()])),
             text_list(&[m.device_kinds.clone()]),
-            i64s([devices.len() as i64].into_iter()),
+            i64s([run.num_devices as i64].into_iter()),
             text_list(&[launch_ids]),
             text_list(&[source_hints]),
             Arc::new(StringArray::from(vec![m.display_time_unit.clone()])),
@@ -124,31 +141,6 @@ fn runs_batch(capture: &Capture, derived: &Derived, info: &RunInfo) -> Result<Re
             Arc::new(StringArray::from(vec![env!("CARGO_PKG_VERSION")])),
         ],
     )
-}
-
-/// The 20 most frequent `run_id` values and source hints among every event's args.
-fn provenance_hints(capture: &Capture) -> (Vec<String>, Vec<String>) {
-    let key = |k: &str| capture.strings.lookup(k).unwrap_or(NO_STR);
-    let run_id = key("run_id");
-    let sources = [key("source"), key("source_file"), key("file_name")];
-    let mut runs: rustc_hash::FxHashMap<&str, usize> = Default::default();
-    let mut hints: rustc_hash::FxHashMap<&str, usize> = Default::default();
-    for c in &capture.chunks {
-        for j in 0..c.arg_key.len() {
-            let k = c.arg_key[j];
-            if k == run_id {
-                *runs.entry(c.arg_value(j)).or_default() += 1;
-            } else if sources.contains(&k) {
-                *hints.entry(c.arg_value(j)).or_default() += 1;
-            }
-        }
-    }
-    let top = |m: rustc_hash::FxHashMap<&str, usize>| {
-        let mut v: Vec<(&str, usize)> = m.into_iter().collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        v.into_iter().take(20).map(|(s, _)| s.to_string()).collect::<Vec<_>>()
-    };
-    (top(runs), top(hints))
 }
 
 fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBatch> {
@@ -218,7 +210,7 @@ fn static_dict<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
     Arc::new(values.collect::<DictionaryArray<arrow::datatypes::Int32Type>>())
 }
 
-fn ops_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+fn ops_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let ops = &d.ops;
     let local = |ids: &mut dyn Iterator<Item = u32>| -> ArrayRef {
@@ -262,7 +254,7 @@ fn ops_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
     )
 }
 
-fn regions_batch(d: &Derived) -> Result<RecordBatch> {
+fn regions_batch(d: &derive::RunDerived) -> Result<RecordBatch> {
     let rows: Vec<_> = d.regions.iter().collect();
     let parent = |p: &str| p.rfind('/').map(|k| p[..k].to_string());
     let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
@@ -282,7 +274,7 @@ fn regions_batch(d: &Derived) -> Result<RecordBatch> {
     )
 }
 
-fn steps_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+fn steps_batch(capture: &Capture, d: &derive::RunDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let s = &d.steps;
     batch(
@@ -305,7 +297,7 @@ fn steps_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
     )
 }
 
-fn collectives_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+fn collectives_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let rows: Vec<(&derive::Op, i64)> = d.collectives.iter().map(|c| (&d.ops[c.op], c.overlapped_ns)).collect();
     batch(
@@ -328,7 +320,7 @@ fn collectives_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
     )
 }
 
-fn gaps_batch(capture: &Capture, d: &Derived) -> Result<RecordBatch> {
+fn gaps_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let g = &d.gaps;
     let marker = |x: &derive::Gap| &d.ops[x.marker];
