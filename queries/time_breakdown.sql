@@ -15,20 +15,13 @@
 --   category        compute | communication | host | stall | other (always all five, in this order)
 --   total_ns        summed exclusive time
 --   share_of_total  total_ns / sum over categories (0 when empty)
--- Exclusive time is first summed per (name, host or device, op category); name patterns are
--- then tested once per distinct name. Every op is an event with a device or an hlo_op
--- (tests/tables.rs checks it), so only those events are joined with ops.
+-- Exclusive time comes summed per (line, name, op category) from event_totals, so no
+-- event is scanned; name patterns are then tested once per distinct name.
 WITH ev AS (
-  -- Events with neither a device nor an hlo_op are never ops: summed without the join.
-  SELECT name, true AS on_host, CAST(NULL AS VARCHAR) AS op_category, sum(self_ns) AS self_ns
-  FROM events
-  WHERE run_id = {{run_id}} AND line <> 'Steps' AND device IS NULL AND hlo_op IS NULL
-  GROUP BY name
-  UNION ALL
-  SELECT e.name, e.device IS NULL AS on_host, CAST(o.category AS VARCHAR) AS op_category, sum(e.self_ns) AS self_ns
-  FROM events e LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
-  WHERE e.run_id = {{run_id}} AND e.line <> 'Steps' AND (e.device IS NOT NULL OR e.hlo_op IS NOT NULL)
-  GROUP BY e.name, e.device IS NULL, o.category
+  SELECT name, device IS NULL AS on_host, CAST(op_category AS VARCHAR) AS op_category, sum(self_ns) AS self_ns
+  FROM event_totals
+  WHERE run_id = {{run_id}} AND line <> 'Steps'
+  GROUP BY name, device IS NULL, op_category
 ),
 names AS (
   SELECT name,

@@ -15,9 +15,10 @@
 --   num_hosts             hosts in the run
 --   num_devices           devices that ran ops
 --   suspected_truncation  runs.suspected_truncation
+-- Read from event_totals (one row per distinct name of a line), not the events themselves.
 WITH lines AS (
-  SELECT host, plane, line, min(start_ns) AS s, max(start_ns + dur_ns) AS e
-  FROM events WHERE run_id = {{run_id}} GROUP BY host, plane, line
+  SELECT host, plane, line, min(first_start_ns) AS s, max(last_end_ns) AS e
+  FROM event_totals WHERE run_id = {{run_id}} GROUP BY host, plane, line
 ),
 planes AS (SELECT DISTINCT host, plane FROM lines),
 e AS (

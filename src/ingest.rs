@@ -130,18 +130,38 @@ impl PartSink for StagingSink<'_> {
     }
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
         progress(&format!("profq: building tables ({} events so far)", self.events + capture.num_events()));
-        let mut clock = std::time::Instant::now();
-        let (events, others) = tables::build_part(capture, &mut self.deriver).map_err(|e| format!("building tables: {e}"))?;
-        stage_done("  part tables", &mut clock);
-        self.events += events.iter().map(|b| b.num_rows()).sum::<usize>();
-        self.ops += others.rows("ops");
-        // Tables without rows in this part write no file (each gets at least one at the end).
-        let mut all = vec![("events", events)];
-        all.extend(others.tables);
-        all.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
+        let ids = tables::derive::prepare_strings(capture);
+        let capture = &*capture;
+        let first_event_id = self.deriver.next_event_id();
         let store = self.store;
-        store.write_tables(self.staged()?, &all)?;
-        stage_done("  part parquet", &mut clock);
+        self.staged()?;
+        let staged = self.staged.as_ref().expect("staged above");
+        let deriver = &mut self.deriver;
+        // The events table (most of the bytes) is built and written while the part's ops are
+        // derived and written on this thread. Tables without rows here write no file (each
+        // table gets at least one when the run is finished).
+        let (events, ops) = std::thread::scope(|s| -> Result<(usize, usize), String> {
+            let events = s.spawn(|| -> Result<usize, String> {
+                let mut clock = std::time::Instant::now();
+                let batches = tables::events_batches(capture, first_event_id).map_err(|e| format!("building events: {e}"))?;
+                let rows = batches.iter().map(|b| b.num_rows()).sum();
+                if rows > 0 {
+                    store.write_tables(staged, &[("events", batches)])?;
+                }
+                stage_done("  part events", &mut clock);
+                Ok(rows)
+            });
+            let mut clock = std::time::Instant::now();
+            let part = deriver.part(capture, &ids);
+            let mut others = tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?;
+            let ops = others.rows("ops");
+            others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
+            store.write_tables(staged, &others.tables)?;
+            stage_done("  part ops", &mut clock);
+            Ok((events.join().map_err(|_| "events writer panicked".to_string())??, ops))
+        })?;
+        self.events += events;
+        self.ops += ops;
         Ok(())
     }
     fn restart(&mut self) -> Result<(), String> {

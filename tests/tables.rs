@@ -180,12 +180,21 @@ fn every_shared_fixture_ingests() {
     let runs = sql(&store, "SELECT count(*) AS n, sum(CASE WHEN num_complete_events > 0 THEN 1 ELSE 0 END) AS nonempty FROM runs");
     assert_eq!(as_i64(&runs[0]["n"]), expected);
     assert_eq!(as_i64(&runs[0]["nonempty"]), expected);
-    // time_breakdown joins only events with a device or an hlo_op to ops: no op is elsewhere.
-    let stray = sql(
+    // event_totals is the events table summed per (host, plane, line, name, op category),
+    // in every run: no row of one is missing from, or differs in, the other.
+    let mismatched = sql(
         &store,
-        "SELECT count(*) AS n FROM ops o JOIN events e ON e.run_id = o.run_id AND e.event_id = o.event_id WHERE e.device IS NULL AND e.hlo_op IS NULL",
+        "WITH e AS (
+           SELECT e.run_id, e.host, e.plane, e.line, e.name, CAST(o.category AS VARCHAR) AS op_category, count(*) AS count,
+                  sum(e.dur_ns) AS dur_ns, sum(e.self_ns) AS self_ns, min(e.start_ns) AS first_start_ns, max(e.start_ns + e.dur_ns) AS last_end_ns
+           FROM events e LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
+           GROUP BY e.run_id, e.host, e.plane, e.line, e.name, o.category),
+         t AS (SELECT run_id, host, plane, line, name, CAST(op_category AS VARCHAR) AS op_category, count, dur_ns, self_ns, first_start_ns, last_end_ns FROM event_totals)
+         SELECT (SELECT count(*) FROM (SELECT * FROM e EXCEPT SELECT * FROM t)) + (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM e)) AS n,
+                (SELECT count(*) FROM t) AS rows",
     );
-    assert_eq!(as_i64(&stray[0]["n"]), 0);
+    assert_eq!(as_i64(&mismatched[0]["n"]), 0, "event_totals differs from the events it sums");
+    assert!(as_i64(&mismatched[0]["rows"]) > 0);
     // shape_churn's compiles: the four jit_train_step programs all ran ops in the capture.
     if shared("jax_cpu/shape_churn").is_some() {
         let programs = sql(&store, "SELECT count(DISTINCT program_id) AS n FROM ops WHERE run_id = 'shape_churn' AND hlo_module = 'jit_train_step'");

@@ -424,12 +424,28 @@ pub fn chunk_bases(capture: &Capture, first: i64) -> Vec<i64> {
     bases
 }
 
+/// Events of one (line, name, op category) summed (a row of `event_totals`).
+#[derive(Clone, Debug)]
+pub struct EventTotal {
+    /// Index of the line in `Capture.lines`.
+    pub line_index: u32,
+    pub name: u32,
+    pub op_category: Option<&'static str>,
+    pub count: i64,
+    pub dur_ns: i64,
+    pub self_ns: i64,
+    pub first_start_ns: i64,
+    pub last_end_ns: i64,
+}
+
 /// Tables derived from one part of a run: the part's ops and what refers to them.
 pub struct PartDerived {
     pub strings: LocalStrings,
     pub ops: Vec<Op>,
     pub gaps: Vec<Gap>,
     pub collectives: Vec<Collective>,
+    /// Sorted by (line index, name id, op category).
+    pub event_totals: Vec<EventTotal>,
     /// First event_id of each chunk of the part.
     pub chunk_base: Vec<i64>,
 }
@@ -584,7 +600,8 @@ impl Deriver {
         self.fold_step_activity(&ops, first_new_device_step);
         self.fold_regions(&ops, &caches.strings);
         let gaps = find_gaps(capture, &ops);
-        PartDerived { strings: caches.strings, ops, gaps, collectives, chunk_base }
+        let event_totals = event_totals(capture, &ops);
+        PartDerived { strings: caches.strings, ops, gaps, collectives, event_totals, chunk_base }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`
@@ -792,6 +809,38 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
         }
     }
     gaps
+}
+
+/// Every event of `capture` summed per (line, name, op category); `ops` are its ops.
+fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
+    let mut category: Vec<Vec<Option<&'static str>>> = capture.chunks.iter().map(|c| vec![None; c.len()]).collect();
+    for op in ops {
+        category[op.chunk as usize][op.index as usize] = Some(op.category);
+    }
+    let mut totals: FxHashMap<(u32, u32, Option<&'static str>), EventTotal> = FxHashMap::default();
+    for (chunk, category) in capture.chunks.iter().zip(&category) {
+        for i in 0..chunk.len() {
+            let (start, dur) = (chunk.start_ns[i], chunk.dur_ns[i]);
+            let t = totals.entry((chunk.line[i], chunk.name[i], category[i])).or_insert_with(|| EventTotal {
+                line_index: chunk.line[i],
+                name: chunk.name[i],
+                op_category: category[i],
+                count: 0,
+                dur_ns: 0,
+                self_ns: 0,
+                first_start_ns: i64::MAX,
+                last_end_ns: i64::MIN,
+            });
+            t.count += 1;
+            t.dur_ns = t.dur_ns.saturating_add(dur);
+            t.self_ns = t.self_ns.saturating_add(chunk.self_ns[i]);
+            t.first_start_ns = t.first_start_ns.min(start);
+            t.last_end_ns = t.last_end_ns.max(start.saturating_add(dur));
+        }
+    }
+    let mut rows: Vec<EventTotal> = totals.into_values().collect();
+    rows.sort_by_key(|t| (t.line_index, t.name, t.op_category));
+    rows
 }
 
 /// Pool ids of arg keys the op builder reads.

@@ -90,6 +90,7 @@ pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunT
             ("ops", vec![ops_batch(capture, part)?]),
             ("collectives", vec![collectives_batch(capture, part)?]),
             ("gaps", vec![gaps_batch(capture, part)?]),
+            ("event_totals", vec![event_totals_batch(capture, part)?]),
         ],
     })
 }
@@ -316,6 +317,29 @@ fn collectives_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Recor
             Arc::new(rows.iter().map(|(o, _)| Some(o.is_async)).collect::<BooleanArray>()),
             i64s(rows.iter().map(|(_, ov)| *ov)),
             i64s(rows.iter().map(|(o, ov)| o.dur_ns - ov)),
+        ],
+    )
+}
+
+fn event_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let t = &d.event_totals;
+    let line = |x: &derive::EventTotal| &capture.lines[x.line_index as usize];
+    let plane = |x: &derive::EventTotal| &capture.planes[line(x).plane as usize];
+    batch(
+        "event_totals",
+        vec![
+            dict.encode(t.iter().map(|x| plane(x).host)),
+            dict.encode(t.iter().map(|x| plane(x).name)),
+            dict.encode(t.iter().map(|x| plane(x).device)),
+            dict.encode(t.iter().map(|x| line(x).name)),
+            dict.encode(t.iter().map(|x| x.name)),
+            static_dict(t.iter().map(|x| x.op_category)),
+            i64s(t.iter().map(|x| x.count)),
+            i64s(t.iter().map(|x| x.dur_ns)),
+            i64s(t.iter().map(|x| x.self_ns)),
+            i64s(t.iter().map(|x| x.first_start_ns)),
+            i64s(t.iter().map(|x| x.last_end_ns)),
         ],
     )
 }

@@ -236,6 +236,23 @@ pub const TABLES: &[Table] = &[
             c("payload_tf_op", Name, true, "Scope path (tf_op) of the payload."),
         ],
     },
+    Table {
+        name: "event_totals",
+        doc: "The events table summed per (host, plane, line, name, op category): one row per distinct event name of a line. Overviews and breakdowns read this instead of scanning every event; its sums equal the events table's.",
+        columns: &[
+            c("host", Name, false, "Host."),
+            c("plane", Name, false, "Plane (process)."),
+            c("device", Name, true, "Device of a device plane; null on host planes."),
+            c("line", Name, false, "Line (thread, stream)."),
+            c("name", Name, true, "Event name."),
+            c("op_category", Name, true, "`compute`, `communication` or `stall` for events that are ops (the `ops.category`); null for other events."),
+            c("count", Int, false, "Events."),
+            c("dur_ns", Int, false, "Summed duration."),
+            c("self_ns", Int, false, "Summed exclusive time within the line."),
+            c("first_start_ns", Int, false, "Earliest start."),
+            c("last_end_ns", Int, false, "Latest end (start + duration)."),
+        ],
+    },
 ];
 
 pub fn table(name: &str) -> Option<&'static Table> {
