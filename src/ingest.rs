@@ -153,6 +153,7 @@ impl PartSink for StagingSink<'_> {
             });
             let mut clock = std::time::Instant::now();
             let part = deriver.part(capture, &ids);
+            stage_done("  part derive", &mut clock);
             let mut others = tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?;
             let ops = others.rows("ops");
             others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
@@ -231,19 +232,17 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
     };
     let (events, ops) = (sink.events, sink.ops);
     let deriver = std::mem::take(&mut sink.deriver);
-    let written = tables::run_tables(&loaded.capture, deriver.finish(), &info)
-        .map_err(|e| format!("building tables: {e}"))
-        .and_then(|mut run| {
-            let steps = run.rows("steps");
-            let staged = sink.staged()?;
-            for table in tables::schema::TABLES {
-                if !staged.has_parts(table.name) && run.get(table.name).is_none() {
-                    run.tables.push((table.name, Vec::new()));
-                }
+    let written = tables::run_tables(&loaded.capture, deriver.finish(), &info).map_err(|e| format!("building tables: {e}")).and_then(|mut run| {
+        let steps = run.rows("steps");
+        let staged = sink.staged()?;
+        for table in tables::schema::TABLES {
+            if !staged.has_parts(table.name) && run.get(table.name).is_none() {
+                run.tables.push((table.name, Vec::new()));
             }
-            store.write_tables(staged, &run.tables)?;
-            Ok(steps)
-        });
+        }
+        store.write_tables(staged, &run.tables)?;
+        Ok(steps)
+    });
     let staged = sink.staged.take();
     let (steps, staged) = match (written, staged) {
         (Ok(steps), Some(staged)) => (steps, staged),

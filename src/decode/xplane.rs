@@ -240,7 +240,11 @@ struct LineHeader<'a> {
 impl<'a> LineHeader<'a> {
     /// The name a viewer shows: the display name when there is one.
     fn display(&self) -> &'a [u8] {
-        if self.display_name.is_empty() { self.name } else { self.display_name }
+        if self.display_name.is_empty() {
+            self.name
+        } else {
+            self.display_name
+        }
     }
 }
 

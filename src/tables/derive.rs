@@ -115,8 +115,17 @@ impl LocalStrings {
 }
 
 /// Per-value results reused across ops: classification, scope, device and source strings.
+/// The name an op resolved to and its HLO instruction, when the HLO knows it.
+type ResolvedOp<'c> = (u32, Option<&'c HloInstr>);
+
+/// Merged (start, end) intervals.
+type Intervals = Vec<(i64, i64)>;
+
 #[derive(Default)]
-struct OpCaches {
+struct OpCaches<'c> {
+    /// (program_id, hlo_module, [hlo_op, display_name, name]) → the name that resolved and its
+    /// HLO instruction: ops repeat a few hundred distinct instructions many times.
+    instr: FxHashMap<(i64, u32, [u32; 3]), ResolvedOp<'c>>,
     class: FxHashMap<(u32, u32), (Option<&'static str>, &'static str)>,
     /// (tf_op, event name) → (region path id, pass); the name only matters without a tf_op.
     scope: FxHashMap<(u32, u32), (u32, &'static str)>,
@@ -134,10 +143,7 @@ pub fn is_device_op_line(name: &str) -> bool {
 fn is_device_work_category(cat: Option<&str>) -> bool {
     match cat {
         None => true,
-        Some(c) => {
-            let c = c.to_ascii_lowercase();
-            c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "memcpy" || c == "memset"
-        }
+        Some(c) => ["kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"].iter().any(|w| c.eq_ignore_ascii_case(w)),
     }
 }
 
@@ -384,6 +390,7 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     let xla_module = ["XlaModule", "XlaModule:"].map(|s| capture.strings.lookup(s));
     let mut wanted: Vec<String> = Vec::new();
     let mut ordinals: Vec<i64> = vec![0];
+    let modules_lines = LineRoles::of(capture).modules;
     for chunk in &capture.chunks {
         for i in 0..chunk.len() {
             let o = chunk.device_ordinal[i];
@@ -397,8 +404,7 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
                     wanted.push(chunk.arg_value(j).to_string());
                 }
             }
-            let line = &capture.lines[chunk.line[i] as usize];
-            if capture.strings.get(line.name) == Some("XLA Modules") {
+            if modules_lines[chunk.line[i] as usize] {
                 let (m, _) = parse_module_event(capture.strings.get(chunk.name[i]).unwrap_or(""));
                 wanted.push(m.to_string());
             }
@@ -476,7 +482,7 @@ pub struct Deriver {
     host_steps: BTreeMap<(u32, i64), Step>,
     device_steps: Vec<Step>,
     /// Per host: merged intervals of all ops and of compute ops, over every part so far.
-    host_busy: HashMap<u32, (Vec<(i64, i64)>, Vec<(i64, i64)>)>,
+    host_busy: HashMap<u32, (Intervals, Intervals)>,
     leaves: FxHashMap<(&'static str, String), Region>,
     devices: Vec<u32>,
     span: Option<(i64, i64)>,
@@ -505,6 +511,7 @@ impl Deriver {
     /// into the run's state. `pool_ids` comes from [`prepare_strings`] on this part.
     pub fn part(&mut self, capture: &Capture, pool_ids: &PoolIds) -> PartDerived {
         let chunk_base = chunk_bases(capture, self.next_event_id);
+        let roles = LineRoles::of(capture);
         self.next_event_id += capture.num_events() as i64;
         self.note_span_and_hints(capture);
         for &host in &capture.meta.hosts_with_device_ops {
@@ -515,7 +522,7 @@ impl Deriver {
             for i in 0..chunk.len() {
                 let line = &capture.lines[chunk.line[i] as usize];
                 let plane = &capture.planes[line.plane as usize];
-                if plane.kind == PlaneKind::Device && is_op_event(capture, chunk, i, line) {
+                if plane.kind == PlaneKind::Device && is_op_event(capture, &roles, chunk, i) {
                     self.note_device_ops(plane.host);
                     break;
                 }
@@ -528,7 +535,7 @@ impl Deriver {
         for chunk in &capture.chunks {
             for i in 0..chunk.len() {
                 let line = &capture.lines[chunk.line[i] as usize];
-                if capture.str(line.name) != Some("XLA Modules") {
+                if !roles.modules[chunk.line[i] as usize] {
                     continue;
                 }
                 let (module, pid) = *name_cache.entry(chunk.name[i]).or_insert_with(|| {
@@ -543,7 +550,7 @@ impl Deriver {
         }
 
         // Steps of this part join the run's; the outermost annotation of a host step wins.
-        let (part_host_steps, part_device_steps) = collect_steps(capture);
+        let (part_host_steps, part_device_steps) = collect_steps(capture, &roles);
         for s in part_host_steps {
             let key = (s.host, s.step);
             if self.host_steps.get(&key).is_none_or(|old| s.end_ns - s.start_ns > old.end_ns - old.start_ns) {
@@ -561,7 +568,7 @@ impl Deriver {
                 let line = &capture.lines[chunk.line[i] as usize];
                 let plane = &capture.planes[line.plane as usize];
                 let is_op = match plane.kind {
-                    PlaneKind::Device => is_op_event(capture, chunk, i, line),
+                    PlaneKind::Device => is_op_event(capture, &roles, chunk, i),
                     PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !self.hosts_with_device_ops.contains(&plane.host),
                     PlaneKind::Other => false,
                 };
@@ -715,7 +722,7 @@ impl Deriver {
         for s in steps.iter_mut() {
             s.communication_ns = s.busy_ns - s.compute_ns;
         }
-        steps.sort_by(|a, b| (a.host, a.device != NO_STR, a.device, a.start_ns, a.step).cmp(&(b.host, b.device != NO_STR, b.device, b.start_ns, b.step)));
+        steps.sort_by_key(|s| (s.host, s.device != NO_STR, s.device, s.start_ns, s.step));
 
         // Region totals rolled up to every prefix of their path.
         let mut regions: BTreeMap<(&'static str, String), Region> = BTreeMap::new();
@@ -741,14 +748,7 @@ impl Deriver {
             v.truncate(20);
             v
         };
-        RunDerived {
-            steps,
-            regions,
-            num_devices: self.devices.len(),
-            span: self.span,
-            launch_ids: top(self.launch_ids),
-            source_hints: top(self.source_hints),
-        }
+        RunDerived { steps, regions, num_devices: self.devices.len(), span: self.span, launch_ids: top(self.launch_ids), source_hints: top(self.source_hints) }
     }
 }
 
@@ -870,16 +870,33 @@ fn arg<'c>(chunk: &'c EventChunk, i: usize, key: u32) -> Option<&'c str> {
     chunk.args_of(i).find(|&j| chunk.arg_key[j] == key).map(|j| chunk.arg_value(j))
 }
 
-fn is_op_event(capture: &Capture, chunk: &EventChunk, i: usize, line: &Line) -> bool {
-    let Some(line_name) = capture.str(line.name) else { return false };
-    is_device_op_line(line_name) && is_device_work_category(capture.str(chunk.category[i]))
+/// What the derivation asks of every line, answered once per line instead of per event.
+struct LineRoles {
+    device_op: Vec<bool>,
+    modules: Vec<bool>,
+    steps: Vec<bool>,
+}
+
+impl LineRoles {
+    fn of(capture: &Capture) -> Self {
+        let name = |l: &Line| capture.str(l.name).unwrap_or("");
+        LineRoles {
+            device_op: capture.lines.iter().map(|l| capture.str(l.name).is_some_and(is_device_op_line)).collect(),
+            modules: capture.lines.iter().map(|l| name(l) == "XLA Modules").collect(),
+            steps: capture.lines.iter().map(|l| name(l) == "Steps").collect(),
+        }
+    }
+}
+
+fn is_op_event(capture: &Capture, roles: &LineRoles, chunk: &EventChunk, i: usize) -> bool {
+    roles.device_op[chunk.line[i] as usize] && (chunk.category[i] == NO_STR || is_device_work_category(capture.str(chunk.category[i])))
 }
 
 #[allow(clippy::too_many_arguments)]
-fn make_op(
-    capture: &Capture,
+fn make_op<'c>(
+    capture: &'c Capture,
     ids: &PoolIds,
-    caches: &mut OpCaches,
+    caches: &mut OpCaches<'c>,
     chunk: &EventChunk,
     ci: usize,
     i: usize,
@@ -911,12 +928,13 @@ fn make_op(
     // kernel's hlo_op is the buffer (`command_buffer_1`, absent from the HLO) while the kernel's
     // own name is its fusion's instruction name.
     let names = [chunk.hlo_op[i], chunk.display_name[i], chunk.name[i]];
-    let (hlo_op, instr) =
+    let (hlo_op, instr) = *caches.instr.entry((program_id, hlo_module, names)).or_insert_with(|| {
         names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
             // Without HLO (trace JSON) the kernel still names its work better than its buffer.
             let buffered = capture.str(chunk.hlo_op[i]).is_some_and(|h| h.starts_with("command_buffer")) && chunk.name[i] != NO_STR;
             (if buffered { chunk.name[i] } else { names.into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR) }, None)
-        });
+        })
+    });
     let opcode = instr.map_or(NO_STR, |h| h.opcode);
     let opcode_text = capture.str(opcode);
     let (collective_kind, category) = *caches.class.entry((hlo_op, opcode)).or_insert_with(|| {
@@ -1021,7 +1039,7 @@ fn make_op(
 
 /// Steps of the events in `capture`: host step annotations (the outermost event per (host,
 /// step) carrying step_num) and device `Steps` lines.
-fn collect_steps(capture: &Capture) -> (Vec<Step>, Vec<Step>) {
+fn collect_steps(capture: &Capture, roles: &LineRoles) -> (Vec<Step>, Vec<Step>) {
     let mut host_steps: BTreeMap<(u32, i64), Step> = BTreeMap::new();
     let mut device_steps = Vec::new();
     for chunk in &capture.chunks {
@@ -1036,7 +1054,7 @@ fn collect_steps(capture: &Capture) -> (Vec<Step>, Vec<Step>) {
                 if keep {
                     host_steps.insert(key, new_step(plane.host, NO_STR, chunk.step[i], chunk.name[i], s, e, "step_annotation"));
                 }
-            } else if plane.kind == PlaneKind::Device && capture.str(line.name) == Some("Steps") {
+            } else if plane.kind == PlaneKind::Device && roles.steps[chunk.line[i] as usize] {
                 let seq = seq_by_line.entry(chunk.line[i]).or_insert(0);
                 let number =
                     if chunk.step[i] != NULL_I64 { chunk.step[i] } else { capture.str(chunk.name[i]).and_then(|n| n.trim().parse().ok()).unwrap_or(*seq) };

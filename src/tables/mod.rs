@@ -98,11 +98,7 @@ pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunT
 /// The tables only the whole run knows: `runs`, `regions`, `steps`.
 pub fn run_tables(capture: &Capture, run: derive::RunDerived, info: &RunInfo) -> Result<RunTables> {
     Ok(RunTables {
-        tables: vec![
-            ("runs", vec![runs_batch(capture, &run, info)?]),
-            ("regions", vec![regions_batch(&run)?]),
-            ("steps", vec![steps_batch(capture, &run)?]),
-        ],
+        tables: vec![("runs", vec![runs_batch(capture, &run, info)?]), ("regions", vec![regions_batch(&run)?]), ("steps", vec![steps_batch(capture, &run)?])],
     })
 }
 
