@@ -179,28 +179,53 @@ pub fn scan<'a>(bytes: &'a [u8], scanned: &mut dyn FnMut(&[u8])) -> Result<Layou
     Ok(layout)
 }
 
-fn scan_plane<'a>(bytes: &'a [u8], off: usize, start_epoch: &mut Option<i64>) -> Result<PlaneRef<'a>> {
-    let mut name = String::new();
-    let mut lines = Vec::new();
-    let mut stat_names: HashMap<i64, &[u8]> = HashMap::new();
-    let mut plane_stats = Vec::new();
+/// A slice of the file and its offset in the file.
+type Located<'a> = (&'a [u8], usize);
+
+/// An XPlane's fields, located but not decoded.
+struct PlaneFields<'a> {
+    name: String,
+    lines: Vec<Located<'a>>,
+    event_metadata: Vec<Located<'a>>,
+    stat_metadata: Vec<Located<'a>>,
+    stats: Vec<Located<'a>>,
+}
+
+fn plane_fields(bytes: &[u8], off: usize) -> Result<PlaneFields<'_>> {
+    let mut p = PlaneFields { name: String::new(), lines: Vec::new(), event_metadata: Vec::new(), stat_metadata: Vec::new(), stats: Vec::new() };
     let mut pf = Fields::with_base(bytes, off);
     while let Some((field, value, voff)) = pf.next_field()? {
         match field {
-            2 => name = String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            3 => lines.push((value.as_bytes(), voff)),
-            5 => {
-                let (id, msg) = map_entry(value.as_bytes(), voff)?;
-                let mut mf = Fields::with_base(msg.0, msg.1);
-                while let Some((field, value, _)) = mf.next_field()? {
-                    if field == 2 {
-                        stat_names.insert(id, value.as_bytes());
-                    }
-                }
-            }
-            6 => plane_stats.push((value.as_bytes(), voff)),
+            2 => p.name = String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            3 => p.lines.push((value.as_bytes(), voff)),
+            4 => p.event_metadata.push((value.as_bytes(), voff)),
+            5 => p.stat_metadata.push((value.as_bytes(), voff)),
+            6 => p.stats.push((value.as_bytes(), voff)),
             _ => {}
         }
+    }
+    Ok(p)
+}
+
+/// The id and name of a `stat_metadata` map entry.
+fn stat_metadata_name(entry: &[u8], off: usize) -> Result<(i64, &[u8])> {
+    let (id, msg) = map_entry(entry, off)?;
+    let mut name: &[u8] = b"";
+    let mut mf = Fields::with_base(msg.0, msg.1);
+    while let Some((field, value, _)) = mf.next_field()? {
+        if field == 2 {
+            name = value.as_bytes();
+        }
+    }
+    Ok((id, name))
+}
+
+fn scan_plane<'a>(bytes: &'a [u8], off: usize, start_epoch: &mut Option<i64>) -> Result<PlaneRef<'a>> {
+    let PlaneFields { name, lines, stat_metadata, stats: plane_stats, .. } = plane_fields(bytes, off)?;
+    let mut stat_names: HashMap<i64, &[u8]> = HashMap::new();
+    for (entry, eoff) in stat_metadata {
+        let (id, name) = stat_metadata_name(entry, eoff)?;
+        stat_names.insert(id, name);
     }
     for (stat, soff) in plane_stats {
         let mut sf = Fields::with_base(stat, soff);
@@ -299,33 +324,11 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     let mut ctxs: Vec<PlaneCtx> = Vec::new();
     let mut jobs: Vec<LineJob> = Vec::new();
     for plane in planes {
-        let (plane_bytes, plane_off) = (plane.bytes, plane.off);
-        let mut name = String::new();
-        let mut line_slices = Vec::new();
-        let mut event_meta_entries = Vec::new();
-        let mut stat_meta_entries = Vec::new();
-        let mut plane_stats = Vec::new();
-        let mut pf = Fields::with_base(plane_bytes, plane_off);
-        while let Some((field, value, off)) = pf.next_field()? {
-            match field {
-                2 => name = String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                3 => line_slices.push((value.as_bytes(), off)),
-                4 => event_meta_entries.push((value.as_bytes(), off)),
-                5 => stat_meta_entries.push((value.as_bytes(), off)),
-                6 => plane_stats.push((value.as_bytes(), off)),
-                _ => {}
-            }
-        }
+        let PlaneFields { name, lines: line_slices, event_metadata: event_meta_entries, stat_metadata: stat_meta_entries, stats: plane_stats } =
+            plane_fields(plane.bytes, plane.off)?;
         let mut stats = IdMap::new();
         for (entry, off) in stat_meta_entries {
-            let (id, msg) = map_entry(entry, off)?;
-            let mut sname: &[u8] = b"";
-            let mut mf = Fields::with_base(msg.0, msg.1);
-            while let Some((field, value, _)) = mf.next_field()? {
-                if field == 2 {
-                    sname = value.as_bytes();
-                }
-            }
+            let (id, sname) = stat_metadata_name(entry, off)?;
             let sname = String::from_utf8_lossy(sname);
             stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role: role_of(&sname) });
         }
