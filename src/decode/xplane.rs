@@ -473,7 +473,8 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
         }
     }
     let starts_line: Vec<bool> = units.iter().map(|u| u.events.start == 0).collect();
-    let assembled = assemble_chunks(pieces, &starts_line, workers);
+    let line_offsets: Vec<usize> = units.iter().map(|u| jobs[u.job].base).collect();
+    let assembled = assemble_chunks(pieces, &starts_line, &line_offsets, workers)?;
     for chunk in assembled {
         capture.meta.num_complete_events += chunk.len() as i64;
         capture.chunks.push(chunk);
@@ -549,15 +550,29 @@ fn balance_units(units: &[Unit], n: usize) -> Vec<std::ops::Range<usize>> {
 
 /// Joins decoded pieces back into about `n` chunks, cutting only where a line starts, then
 /// sorts and nests each chunk's lines in parallel.
-fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], n: usize) -> Vec<EventChunk> {
+/// A line whose stat text alone reaches 2 GiB cannot be one Arrow string column (i32
+/// offsets): it is refused with the line's file offset rather than written wrong.
+fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: &[usize], n: usize) -> Result<Vec<EventChunk>> {
     let total: usize = pieces.iter().map(|p| p.len()).sum();
     let target = total / n.max(1) + 1;
     let mut groups: Vec<Vec<EventChunk>> = vec![Vec::new()];
     // Arg offsets within a chunk are u32: a chunk also ends before its arg bytes near 2 GiB.
     const MAX_ARG_BYTES: usize = 1 << 31;
+    // Stat text of each line (its pieces follow each other), known before cutting at line starts.
+    let mut line_bytes = vec![0usize; pieces.len()];
+    let mut line_first = 0;
+    for (k, piece) in pieces.iter().enumerate() {
+        if starts_line[k] {
+            line_first = k;
+        }
+        line_bytes[line_first] += piece.arg_value_bytes.len();
+        if line_bytes[line_first] >= MAX_ARG_BYTES {
+            return Err(WireError { offset: line_offsets[k], what: "line with 2 GiB or more of stat text (more than profq holds per line)" });
+        }
+    }
     let (mut acc, mut arg_bytes) = (0, 0);
-    for (piece, &line_start) in pieces.into_iter().zip(starts_line) {
-        if line_start && (acc >= target || arg_bytes + piece.arg_value_bytes.len() >= MAX_ARG_BYTES) {
+    for (k, piece) in pieces.into_iter().enumerate() {
+        if starts_line[k] && (acc >= target || arg_bytes + line_bytes[k] >= MAX_ARG_BYTES) {
             groups.push(Vec::new());
             acc = 0;
             arg_bytes = 0;
@@ -585,7 +600,7 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], n: usize) -> V
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("event assembler panicked")).collect()
+        Ok(handles.into_iter().map(|h| h.join().expect("event assembler panicked")).collect())
     })
 }
 
