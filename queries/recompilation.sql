@@ -18,8 +18,9 @@
 --   compile_share      compile_ns / step_dur_ns
 --   example            the longest compile event's name (ties: name)
 WITH compile_names AS (
-  -- Distinct names, still dictionary-encoded: the join hashes each distinct name once.
-  SELECT name FROM (SELECT name FROM events WHERE run_id = {{run_id}} GROUP BY name) n
+  -- Distinct names from event_totals (no scan of the events), still dictionary-encoded: the
+  -- join hashes each distinct name once, and finds nothing to probe when no name matches.
+  SELECT name FROM (SELECT name FROM event_totals WHERE run_id = {{run_id}} GROUP BY name) n
   WHERE regexp_like(lower(CAST(name AS VARCHAR)), 'compile')
 ),
 compiles AS (
