@@ -375,19 +375,19 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
     capture.meta.start_epoch_ns = run_start;
 
     let mut xplanes = maps.iter().zip(&layouts);
-    // The files are hashed on another core while the first part decodes.
+    // The files are hashed on another core while the first part decodes; the sink learns the
+    // digest before it receives that part.
     let trace_sha256 = std::thread::scope(|scope| {
         let hasher = scope.spawn(|| run_digest(files));
         let mut hasher = Some(hasher);
-        let mut identify = |sink: &mut S| -> Result<String, LoadError<S::Error>> {
-            let digest = match hasher.take() {
-                Some(h) => h.join().expect("hash thread")?,
-                None => return Ok(String::new()),
-            };
-            sink.identified(&digest).map_err(LoadError::Sink)?;
-            Ok(digest)
-        };
         let mut digest = String::new();
+        let mut identify = |sink: &mut S| -> Result<(), LoadError<S::Error>> {
+            if let Some(h) = hasher.take() {
+                digest = h.join().expect("hash thread")?;
+                sink.identified(&digest).map_err(LoadError::Sink)?;
+            }
+            Ok(())
+        };
         for f in files {
             match f.kind {
                 SourceKind::XPlane => {
@@ -397,24 +397,19 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
                         _ => 0,
                     };
                     stream_xplane(f, map, layout, shift, &mut capture, &mut |capture: &mut Capture| {
-                        let d = identify(sink)?;
-                        if !d.is_empty() {
-                            digest = d;
-                        }
+                        identify(sink)?;
                         sink.part(capture).map_err(LoadError::Sink)
                     })?;
                 }
                 SourceKind::TraceJson => {
                     load_json(f, &mut capture)?;
-                    let d = identify(sink)?;
-                    if !d.is_empty() {
-                        digest = d;
-                    }
+                    identify(sink)?;
                     sink.part(&mut capture).map_err(LoadError::Sink)?;
                     capture.chunks.clear();
                 }
             }
         }
+        identify(sink)?;
         Ok::<_, LoadError<S::Error>>(digest)
     })?;
     Ok(Loaded { capture, trace_sha256, files: files.to_vec() })
