@@ -228,25 +228,17 @@ fn scan_plane<'a>(bytes: &'a [u8], off: usize, start_epoch: &mut Option<i64>) ->
         stat_names.insert(id, name);
     }
     for (stat, soff) in plane_stats {
-        let mut sf = Fields::with_base(stat, soff);
-        let (mut id, mut v) = (0i64, None);
-        while let Some((field, value, _)) = sf.next_field()? {
-            match field {
-                1 => id = value.as_i64(),
-                3 | 4 => v = Some(value.as_i64()),
-                2 => v = Some(value.as_f64() as i64),
-                _ => {}
-            }
-        }
+        let (id, value) = stat_id_and_value(stat, soff, |_| NO_STR)?;
         if stat_names.get(&id) == Some(&&b"profile_start_time"[..]) {
-            *start_epoch = v.or(*start_epoch);
+            *start_epoch = value_i64(value).or(*start_epoch);
         }
     }
     let kind = plane_kind(&name);
     let mut has_device_ops = false;
     if kind == PlaneKind::Device {
         for (line, loff) in lines {
-            let (header, has_events) = line_header(line, loff)?;
+            let mut has_events = false;
+            let header = read_line(line, loff, |_| has_events = true)?;
             has_device_ops |= has_events && crate::tables::derive::is_device_op_line(&String::from_utf8_lossy(header.display()));
         }
     }
@@ -273,9 +265,9 @@ impl<'a> LineHeader<'a> {
     }
 }
 
-fn line_header(bytes: &[u8], off: usize) -> Result<(LineHeader<'_>, bool)> {
+/// Reads an XLine in one walk: its header, and each event's bytes handed to `on_event`.
+fn read_line<'a>(bytes: &'a [u8], off: usize, mut on_event: impl FnMut(&'a [u8])) -> Result<LineHeader<'a>> {
     let mut h = LineHeader::default();
-    let mut has_events = false;
     let mut lf = Fields::with_base(bytes, off);
     while let Some((field, value, _)) = lf.next_field()? {
         match field {
@@ -283,11 +275,11 @@ fn line_header(bytes: &[u8], off: usize) -> Result<(LineHeader<'_>, bool)> {
             2 => h.name = value.as_bytes(),
             11 => h.display_name = value.as_bytes(),
             3 => h.timestamp_ns = value.as_i64(),
-            4 => has_events = true,
+            4 => on_event(value.as_bytes()),
             _ => {}
         }
     }
-    Ok((h, has_events))
+    Ok(h)
 }
 
 /// Decodes an XSpace and appends its planes, lines and events to `capture` (all planes as
@@ -415,14 +407,8 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
 
         // Lines: header now, events later in parallel.
         for (line_bytes, off) in line_slices {
-            let (header, _) = line_header(line_bytes, off)?;
             let mut evs = Vec::new();
-            let mut lf = Fields::with_base(line_bytes, off);
-            while let Some((field, value, _)) = lf.next_field()? {
-                if field == 4 {
-                    evs.push(value.as_bytes());
-                }
-            }
+            let header = read_line(line_bytes, off, |event| evs.push(event))?;
             let chosen = header.display();
             let line_name = if chosen.is_empty() { format!("xline:{}", capture.lines.len()) } else { String::from_utf8_lossy(chosen).into_owned() };
             capture.meta.num_events_total += evs.len() as i64;
@@ -550,6 +536,7 @@ fn balance_units(units: &[Unit], n: usize) -> Vec<std::ops::Range<usize>> {
 
 /// Joins decoded pieces back into about `n` chunks, cutting only where a line starts, then
 /// sorts and nests each chunk's lines in parallel.
+///
 /// A line whose stat text alone reaches 2 GiB cannot be one Arrow string column (i32
 /// offsets): it is refused with the line's file offset rather than written wrong.
 fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: &[usize], n: usize) -> Result<Vec<EventChunk>> {
@@ -622,6 +609,14 @@ fn map_entry(entry: &[u8], off: usize) -> Result<(i64, (&[u8], usize))> {
 /// Reads one XStat. Unknown stat metadata ids yield `None` (the stat is dropped).
 #[inline]
 fn read_stat<'a>(bytes: &'a [u8], off: usize, stats: &IdMap<StatInfo>) -> Result<(Option<StatInfo>, StatValue<'a>)> {
+    let (id, value) = stat_id_and_value(bytes, off, |r| stats.get(r).map_or(NO_STR, |target| target.name))?;
+    Ok((stats.get(id).copied(), value))
+}
+
+/// An XStat's metadata id and value; a ref value (a stat-metadata id whose name is the
+/// value) becomes the pool id `ref_name` gives for it.
+#[inline]
+fn stat_id_and_value<'a>(bytes: &'a [u8], off: usize, ref_name: impl Fn(i64) -> u32) -> Result<(i64, StatValue<'a>)> {
     let mut f = Fields::with_base(bytes, off);
     let mut id = 0i64;
     let mut value = StatValue::Int(0);
@@ -639,14 +634,11 @@ fn read_stat<'a>(bytes: &'a [u8], off: usize, stats: &IdMap<StatInfo>) -> Result
                 Err(_) => StatValue::Bytes(b),
             },
             (6, Value::Bytes(b)) => StatValue::Bytes(b),
-            (7, v) => match stats.get(v.as_i64()) {
-                Some(target) => StatValue::Pooled(target.name),
-                None => StatValue::Pooled(NO_STR),
-            },
+            (7, v) => StatValue::Pooled(ref_name(v.as_i64())),
             _ => continue,
         };
     }
-    Ok((stats.get(id).copied(), value))
+    Ok((id, value))
 }
 
 fn value_i64(v: StatValue) -> Option<i64> {
