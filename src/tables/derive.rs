@@ -82,6 +82,16 @@ pub struct Region {
     pub devices: Vec<u32>,
 }
 
+impl Region {
+    fn add_devices(&mut self, devices: &[u32]) {
+        for d in devices {
+            if !self.devices.contains(d) {
+                self.devices.push(*d);
+            }
+        }
+    }
+}
+
 /// An idle gap on a device-op line before an op (the marker), attributed to the op that
 /// does the real work after it (the payload).
 #[derive(Clone, Debug)]
@@ -495,8 +505,8 @@ impl Deriver {
         Deriver::default()
     }
 
-    /// Declares that `host` has device ops, before parts holding its host planes arrive.
-    pub fn note_device_ops(&mut self, host: u32) {
+    /// Records that `host` has device ops (its host events with hlo_op are launches).
+    fn note_device_ops(&mut self, host: u32) {
         if !self.hosts_with_device_ops.contains(&host) {
             self.hosts_with_device_ops.push(host);
         }
@@ -513,7 +523,7 @@ impl Deriver {
         let chunk_base = chunk_bases(capture, self.next_event_id);
         let roles = LineRoles::of(capture);
         self.next_event_id += capture.num_events() as i64;
-        self.note_span_and_hints(capture);
+        self.note_provenance(capture);
         for &host in &capture.meta.hosts_with_device_ops {
             self.note_device_ops(host);
         }
@@ -608,6 +618,9 @@ impl Deriver {
         self.fold_regions(&ops, &caches.strings);
         let gaps = find_gaps(capture, &ops);
         let event_totals = event_totals(capture, &ops);
+        for t in &event_totals {
+            self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
+        }
         PartDerived { strings: caches.strings, ops, gaps, collectives, event_totals, chunk_base }
     }
 
@@ -663,29 +676,18 @@ impl Deriver {
             let r = leaves.entry((op.pass, op.region_path)).or_default();
             r.op_count += 1;
             r.exclusive_ns += op.self_ns;
-            if !r.devices.contains(&op.device) {
-                r.devices.push(op.device);
-            }
+            r.add_devices(&[op.device]);
         }
         for ((pass, path_id), leaf) in leaves {
             let r = self.leaves.entry((pass, strings.get(path_id).unwrap_or("").to_string())).or_default();
             r.op_count += leaf.op_count;
             r.exclusive_ns += leaf.exclusive_ns;
-            for d in leaf.devices {
-                if !r.devices.contains(&d) {
-                    r.devices.push(d);
-                }
-            }
+            r.add_devices(&leaf.devices);
         }
     }
 
-    fn note_span_and_hints(&mut self, capture: &Capture) {
-        for c in &capture.chunks {
-            for i in 0..c.len() {
-                let (s, e) = (c.start_ns[i], c.start_ns[i].saturating_add(c.dur_ns[i]));
-                self.span = Some(self.span.map_or((s, e), |(lo, hi)| (lo.min(s), hi.max(e))));
-            }
-        }
+    /// Counts the part's `run_id` and source-file arg values.
+    fn note_provenance(&mut self, capture: &Capture) {
         let key = |k: &str| capture.strings.lookup(k).unwrap_or(NO_STR);
         let run_id = key("run_id");
         let sources = [key("source"), key("source_file"), key("file_name")];
@@ -735,11 +737,7 @@ impl Deriver {
                 if k == comps.len() {
                     r.exclusive_ns += leaf.exclusive_ns;
                 }
-                for d in &leaf.devices {
-                    if !r.devices.contains(d) {
-                        r.devices.push(*d);
-                    }
-                }
+                r.add_devices(&leaf.devices);
             }
         }
         let top = |m: FxHashMap<String, usize>| {
