@@ -41,6 +41,16 @@ impl std::fmt::Display for IngestError {
     }
 }
 
+/// A failed load: the input's fault, or the tables'/store's (the sinks' errors are messages).
+impl From<LoadError<String>> for IngestError {
+    fn from(e: LoadError<String>) -> Self {
+        match e {
+            LoadError::Input(e) => IngestError::Input(e),
+            LoadError::Sink(e) => IngestError::Store(e),
+        }
+    }
+}
+
 fn progress(msg: &str) {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K{msg}");
@@ -56,10 +66,7 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
     progress(&format!("profq: decoding {}", input.display()));
     let resolved = decode::resolve(input).map_err(IngestError::Input)?;
     let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables { tables: Vec::new() } };
-    let loaded = decode::load_parts(&resolved, &mut sink).map_err(|e| match e {
-        LoadError::Input(e) => IngestError::Input(e),
-        LoadError::Sink(e) => IngestError::Store(e),
-    })?;
+    let loaded = decode::load_parts(&resolved, &mut sink)?;
     let info = RunInfo {
         run_id: run_id.to_string(),
         source_path: input.display().to_string(),
@@ -216,10 +223,7 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         Err(e) => {
             sink.restart().ok();
             progress("");
-            return Err(match e {
-                LoadError::Input(e) => IngestError::Input(e),
-                LoadError::Sink(e) => IngestError::Store(e),
-            });
+            return Err(e.into());
         }
     };
     stage_done("decode, tables and parquet", &mut clock);
