@@ -25,7 +25,7 @@ WITH compile_names AS (
 ),
 compiles AS (
   SELECT e.host, e.start_ns, e.start_ns + e.dur_ns AS end_ns, e.dur_ns, CAST(e.name AS VARCHAR) AS name
-  FROM events e JOIN compile_names c ON c.name = e.name
+  FROM compile_names c JOIN events e ON c.name = e.name
   WHERE e.run_id = {{run_id}} AND e.dur_ns > 0
 ),
 host_steps AS (SELECT host, step, start_ns, end_ns, dur_ns FROM steps WHERE run_id = {{run_id}} AND device IS NULL),

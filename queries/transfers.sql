@@ -18,11 +18,11 @@
 --   bytes          summed `bytes`/`size`/`bytes_transferred` args, or the `size:` of XPlane
 --                  `memcpy_details`, where present
 --   example        the longest event's name (ties: name)
--- Names are classified once per distinct (name, category), then joined back to the events.
+-- Names are classified once per distinct (name, category) of event_totals, then joined
+-- back to the events, so a profile without transfers never scans its events.
 WITH names AS (
-  -- Distinct (name, category) pairs, still dictionary-encoded, so the join below hashes
-  -- each distinct name once instead of casting every event's.
-  SELECT name, category FROM events WHERE run_id = {{run_id}} GROUP BY name, category
+  -- Still dictionary-encoded, so the join hashes each distinct name once.
+  SELECT name, category FROM event_totals WHERE run_id = {{run_id}} GROUP BY name, category
 ),
 matching AS (
   SELECT name, category FROM names
@@ -33,7 +33,7 @@ t AS (
   SELECT e.event_id, e.parent_id, CAST(e.name AS VARCHAR) AS name, lower(CAST(e.name AS VARCHAR)) AS lname, e.dur_ns, e.device IS NOT NULL AS on_device,
          coalesce(try_cast(e.args['bytes'] AS BIGINT), try_cast(e.args['size'] AS BIGINT), try_cast(e.args['bytes_transferred'] AS BIGINT),
                   try_cast(regexp_match(e.args['memcpy_details'], '(?:^|\s)size:([0-9]+)')[1] AS BIGINT)) AS bytes
-  FROM events e JOIN matching m ON m.name = e.name AND (m.category IS NOT DISTINCT FROM e.category)
+  FROM matching m JOIN events e ON m.name = e.name AND (m.category IS NOT DISTINCT FROM e.category)
   WHERE e.run_id = {{run_id}}
 ),
 outer_ AS (SELECT t.* FROM t LEFT JOIN t p ON p.event_id = t.parent_id WHERE p.event_id IS NULL),

@@ -60,12 +60,13 @@ fn progress(msg: &str) {
     }
 }
 
-/// Decodes an INPUT into its tables without touching a store (also used by in-memory analyses).
+/// Decodes an INPUT into its tables without touching a store (also used by in-memory
+/// analyses). The `events` table is deferred: it is decoded again if a query reads it.
 pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> Result<tables::RunTables, IngestError> {
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
     let resolved = decode::resolve(input).map_err(IngestError::Input)?;
-    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables { tables: Vec::new() } };
+    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default() };
     let loaded = decode::load_parts(&resolved, &mut sink)?;
     let info = RunInfo {
         run_id: run_id.to_string(),
@@ -76,12 +77,24 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
     };
     let run = tables::run_tables(&loaded.capture, sink.deriver.finish(), &info).map_err(|e| IngestError::Store(format!("building tables: {e}")))?;
     sink.tables.append(run);
+    let (path, sha) = (input.to_path_buf(), loaded.trace_sha256);
+    sink.tables.deferred_events = Some(std::sync::Arc::new(tables::Deferred::new(move || load_events(&path, &sha).map_err(|e| e.to_string()))));
     stage_done("decode and tables", &mut clock);
     progress("");
     Ok(sink.tables)
 }
 
-/// Builds each part's tables in memory.
+/// The `events` table of an INPUT, which must still have digest `trace_sha256`.
+fn load_events(input: &Path, trace_sha256: &str) -> Result<Vec<arrow::record_batch::RecordBatch>, IngestError> {
+    let mut clock = std::time::Instant::now();
+    let resolved = decode::resolve(input).map_err(IngestError::Input)?;
+    let mut sink = EventsSink { expected_sha256: trace_sha256, next_event_id: 0, batches: Vec::new() };
+    decode::load_parts(&resolved, &mut sink)?;
+    stage_done("events table (decoded again)", &mut clock);
+    Ok(sink.batches)
+}
+
+/// Derives each part's tables in memory, all but `events`.
 struct MemorySink {
     deriver: Deriver,
     tables: RunTables,
@@ -90,13 +103,39 @@ struct MemorySink {
 impl PartSink for MemorySink {
     type Error = String;
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
-        let (events, others) = tables::build_part(capture, &mut self.deriver).map_err(|e| format!("building tables: {e}"))?;
-        self.tables.append(RunTables { tables: vec![("events", events)] });
-        self.tables.append(others);
+        let ids = tables::derive::prepare_strings(capture);
+        let part = self.deriver.part(capture, &ids);
+        self.tables.append(tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?);
         Ok(())
     }
     fn restart(&mut self) -> Result<(), String> {
-        *self = MemorySink { deriver: Deriver::new(), tables: RunTables { tables: Vec::new() } };
+        *self = MemorySink { deriver: Deriver::new(), tables: RunTables::default() };
+        Ok(())
+    }
+}
+
+/// Builds each part's `events` batches, numbered as [`Deriver`] numbers them.
+struct EventsSink<'a> {
+    expected_sha256: &'a str,
+    next_event_id: i64,
+    batches: Vec<arrow::record_batch::RecordBatch>,
+}
+
+impl PartSink for EventsSink<'_> {
+    type Error = String;
+    fn identified(&mut self, trace_sha256: &str) -> Result<(), String> {
+        if trace_sha256 != self.expected_sha256 {
+            return Err("the input changed since it was first read".into());
+        }
+        Ok(())
+    }
+    fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
+        self.batches.extend(tables::events_batches(capture, self.next_event_id).map_err(|e| format!("building events: {e}"))?);
+        self.next_event_id += capture.num_events() as i64;
+        Ok(())
+    }
+    fn restart(&mut self) -> Result<(), String> {
+        (self.next_event_id, self.batches) = (0, Vec::new());
         Ok(())
     }
 }

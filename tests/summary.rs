@@ -510,3 +510,28 @@ fn every_intent_answers_on_a_real_capture() {
     let stragglers = query(&input, "which device is the straggler?");
     assert_eq!(stragglers["results"].as_array().unwrap().len(), 8);
 }
+
+/// In memory, `events` is built only when a query reads it (recompilation and transfers, when
+/// some event names match): the summary of an INPUT equals the summary of its stored run, on
+/// captures where the events are read (compiles, GPU copies) and where they are not.
+#[test]
+fn input_summary_equals_stored_run_summary() {
+    let mut inputs = vec![jax_gpu("host_bound_gappy"), jax_cpu("mlp_train")];
+    inputs.extend(shared("jax_cpu/shape_churn"));
+    let store = temp_dir("input-vs-run");
+    for (i, input) in inputs.iter().enumerate() {
+        let run_id = format!("r{i}");
+        let o = profq(&["ingest", input.to_str().unwrap(), "--store", store.to_str().unwrap(), "--run-id", &run_id]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut from_input = summarize(input, &[]);
+        let o = profq(&["summarize", "--run", &run_id, "--store", store.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut from_run: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        for s in [&mut from_input, &mut from_run] {
+            s["run_metadata"]["run_id"] = Value::Null;
+        }
+        assert_eq!(from_input, from_run, "{}", input.display());
+        let q = query(input, "is anything recompiling?");
+        assert_eq!(q["query_type"], "recompilation", "{}", input.display());
+    }
+}

@@ -4,6 +4,7 @@
 //! `run_id`). SQL is planned with DDL, DML and other statements disabled, so a query can
 //! neither create, change nor copy data, and no table function reading other files exists.
 
+pub mod deferred;
 pub mod queries;
 
 use crate::tables::{schema, RunTables};
@@ -81,6 +82,21 @@ impl Engine {
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(workers));
         for t in schema::TABLES {
             let full = table_schema(t);
+            if t.name == "events" && runs.iter().any(|(tables, _)| tables.deferred_events.is_some()) {
+                let sources = runs
+                    .iter()
+                    .map(|(tables, run_id)| {
+                        let batches = match &tables.deferred_events {
+                            Some(d) => deferred::RunBatches::Deferred(d.clone()),
+                            None => deferred::RunBatches::Ready(Arc::new(tables.get(t.name).unwrap_or(&[]).to_vec())),
+                        };
+                        (run_id.to_string(), batches)
+                    })
+                    .collect();
+                let table = deferred::DeferredTable::new(full, sources, workers, MEM_BATCH_ROWS);
+                ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
+                continue;
+            }
             let mut batches = Vec::new();
             for (tables, run_id) in runs {
                 for b in tables.get(t.name).unwrap_or(&[]) {
@@ -122,7 +138,7 @@ impl Engine {
                 .collect::<Result<Vec<_>, _>>()?;
             out.push((t.name, batches));
         }
-        Ok(RunTables { tables: out })
+        Ok(RunTables::new(out))
     }
 
     /// Runs a named query with its parameters.

@@ -440,12 +440,14 @@ pub fn chunk_bases(capture: &Capture, first: i64) -> Vec<i64> {
     bases
 }
 
-/// Events of one (line, name, op category) summed (a row of `event_totals`).
+/// Events of one (line, name, category, op category) summed (a row of `event_totals`).
 #[derive(Clone, Debug)]
 pub struct EventTotal {
     /// Index of the line in `Capture.lines`.
     pub line_index: u32,
     pub name: u32,
+    /// The events' own category (trace JSON `cat`), NO_STR when they have none.
+    pub category: u32,
     pub op_category: Option<&'static str>,
     pub count: i64,
     pub dur_ns: i64,
@@ -809,20 +811,21 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
     gaps
 }
 
-/// Every event of `capture` summed per (line, name, op category); `ops` are its ops.
+/// Every event of `capture` summed per (line, name, category, op category); `ops` are its ops.
 fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     let mut category: Vec<Vec<Option<&'static str>>> = capture.chunks.iter().map(|c| vec![None; c.len()]).collect();
     for op in ops {
         category[op.chunk as usize][op.index as usize] = Some(op.category);
     }
-    let mut totals: FxHashMap<(u32, u32, Option<&'static str>), EventTotal> = FxHashMap::default();
-    for (chunk, category) in capture.chunks.iter().zip(&category) {
+    let mut totals: FxHashMap<(u32, u32, u32, Option<&'static str>), EventTotal> = FxHashMap::default();
+    for (chunk, op_category) in capture.chunks.iter().zip(&category) {
         for i in 0..chunk.len() {
             let (start, dur) = (chunk.start_ns[i], chunk.dur_ns[i]);
-            let t = totals.entry((chunk.line[i], chunk.name[i], category[i])).or_insert_with(|| EventTotal {
+            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category[i], op_category[i])).or_insert_with(|| EventTotal {
                 line_index: chunk.line[i],
                 name: chunk.name[i],
-                op_category: category[i],
+                category: chunk.category[i],
+                op_category: op_category[i],
                 count: 0,
                 dur_ns: 0,
                 self_ns: 0,
@@ -837,7 +840,7 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
         }
     }
     let mut rows: Vec<EventTotal> = totals.into_values().collect();
-    rows.sort_by_key(|t| (t.line_index, t.name, t.op_category));
+    rows.sort_by_key(|t| (t.line_index, t.name, t.category, t.op_category));
     rows
 }
 

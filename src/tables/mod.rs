@@ -24,11 +24,39 @@ pub struct RunInfo {
 }
 
 /// All tables of one run, each as a list of record batches (in schema order).
+#[derive(Default)]
 pub struct RunTables {
     pub tables: Vec<(&'static str, Vec<RecordBatch>)>,
+    /// When set, `events` is not in `tables`: it is built on first use (an in-memory
+    /// analysis rarely reads every event, and the events are its largest table).
+    pub deferred_events: Option<Arc<Deferred>>,
+}
+
+/// Batches built at most once, on first use; a failure is kept and returned each time.
+pub struct Deferred {
+    build: Box<dyn Fn() -> std::result::Result<Vec<RecordBatch>, String> + Send + Sync>,
+    built: std::sync::OnceLock<std::result::Result<Vec<RecordBatch>, String>>,
+}
+
+impl Deferred {
+    pub fn new(build: impl Fn() -> std::result::Result<Vec<RecordBatch>, String> + Send + Sync + 'static) -> Self {
+        Deferred { build: Box::new(build), built: std::sync::OnceLock::new() }
+    }
+    pub fn get(&self) -> std::result::Result<&[RecordBatch], String> {
+        self.built.get_or_init(|| (self.build)()).as_deref().map_err(Clone::clone)
+    }
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.built.get().is_some() { "Deferred(built)" } else { "Deferred(pending)" })
+    }
 }
 
 impl RunTables {
+    pub fn new(tables: Vec<(&'static str, Vec<RecordBatch>)>) -> Self {
+        RunTables { tables, deferred_events: None }
+    }
     pub fn get(&self, name: &str) -> Option<&[RecordBatch]> {
         self.tables.iter().find(|(n, _)| *n == name).map(|(_, b)| b.as_slice())
     }
@@ -54,7 +82,7 @@ pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
     let (events, parts) = build_part(capture, &mut deriver)?;
     let mut tables = vec![("events", events)];
     tables.extend(parts.tables);
-    let mut tables = RunTables { tables };
+    let mut tables = RunTables::new(tables);
     tables.append(run_tables(capture, deriver.finish(), info)?);
     Ok(tables)
 }
@@ -85,21 +113,21 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
 
 /// The tables made of a part's ops.
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
-    Ok(RunTables {
-        tables: vec![
-            ("ops", vec![ops_batch(capture, part)?]),
-            ("collectives", vec![collectives_batch(capture, part)?]),
-            ("gaps", vec![gaps_batch(capture, part)?]),
-            ("event_totals", vec![event_totals_batch(capture, part)?]),
-        ],
-    })
+    Ok(RunTables::new(vec![
+        ("ops", vec![ops_batch(capture, part)?]),
+        ("collectives", vec![collectives_batch(capture, part)?]),
+        ("gaps", vec![gaps_batch(capture, part)?]),
+        ("event_totals", vec![event_totals_batch(capture, part)?]),
+    ]))
 }
 
 /// The tables only the whole run knows: `runs`, `regions`, `steps`.
 pub fn run_tables(capture: &Capture, run: derive::RunDerived, info: &RunInfo) -> Result<RunTables> {
-    Ok(RunTables {
-        tables: vec![("runs", vec![runs_batch(capture, &run, info)?]), ("regions", vec![regions_batch(&run)?]), ("steps", vec![steps_batch(capture, &run)?])],
-    })
+    Ok(RunTables::new(vec![
+        ("runs", vec![runs_batch(capture, &run, info)?]),
+        ("regions", vec![regions_batch(&run)?]),
+        ("steps", vec![steps_batch(capture, &run)?]),
+    ]))
 }
 
 fn batch(table: &str, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
@@ -330,6 +358,7 @@ fn event_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Reco
             dict.encode(t.iter().map(|x| plane(x).device)),
             dict.encode(t.iter().map(|x| line(x).name)),
             dict.encode(t.iter().map(|x| x.name)),
+            dict.encode(t.iter().map(|x| x.category)),
             static_dict(t.iter().map(|x| x.op_category)),
             i64s(t.iter().map(|x| x.count)),
             i64s(t.iter().map(|x| x.dur_ns)),

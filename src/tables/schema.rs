@@ -238,13 +238,14 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         name: "event_totals",
-        doc: "The events table summed per (host, plane, line, name, op category): one row per distinct event name of a line. Overviews and breakdowns read this instead of scanning every event; its sums equal the events table's.",
+        doc: "The events table summed per (host, plane, line, name, category, op category): one row per distinct event name of a line. Overviews and breakdowns read this instead of scanning every event; its sums equal the events table's.",
         columns: &[
             c("host", Name, false, "Host."),
             c("plane", Name, false, "Plane (process)."),
             c("device", Name, true, "Device of a device plane; null on host planes."),
             c("line", Name, false, "Line (thread, stream)."),
             c("name", Name, true, "Event name."),
+            c("category", Name, true, "The events' category (trace JSON `cat`, e.g. Kineto's `kernel`, `gpu_memcpy`); null when they have none."),
             c("op_category", Name, true, "`compute`, `communication` or `stall` for events that are ops (the `ops.category`); null for other events."),
             c("count", Int, false, "Events."),
             c("dur_ns", Int, false, "Summed duration."),
