@@ -103,9 +103,13 @@ struct MemorySink {
 impl PartSink for MemorySink {
     type Error = String;
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
+        let mut clock = std::time::Instant::now();
         let ids = tables::derive::prepare_strings(capture);
+        stage_done("  part strings", &mut clock);
         let part = self.deriver.part(capture, &ids);
+        stage_done("  part derive", &mut clock);
         self.tables.append(tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?);
+        stage_done("  part tables", &mut clock);
         Ok(())
     }
     fn restart(&mut self) -> Result<(), String> {

@@ -133,30 +133,55 @@ impl EventChunk {
         self.arg_offsets.reserve(n);
     }
 
-    /// Appends the events of `other` (strings of both already in the same pool; no nesting yet).
-    pub fn append(&mut self, other: EventChunk) {
-        debug_assert!(self.local_strings.is_empty() && other.local_strings.is_empty());
-        debug_assert!(self.self_ns.is_empty() && other.self_ns.is_empty());
-        self.line.extend_from_slice(&other.line);
-        self.name.extend_from_slice(&other.name);
-        self.display_name.extend_from_slice(&other.display_name);
-        self.category.extend_from_slice(&other.category);
-        self.start_ns.extend_from_slice(&other.start_ns);
-        self.dur_ns.extend_from_slice(&other.dur_ns);
-        self.hlo_op.extend_from_slice(&other.hlo_op);
-        self.hlo_module.extend_from_slice(&other.hlo_module);
-        self.tf_op.extend_from_slice(&other.tf_op);
-        self.program_id.extend_from_slice(&other.program_id);
-        self.step.extend_from_slice(&other.step);
-        self.correlation_id.extend_from_slice(&other.correlation_id);
-        self.device_ordinal.extend_from_slice(&other.device_ordinal);
-        self.src.extend_from_slice(&other.src);
-        let key_base = self.arg_key.len() as u32;
-        self.arg_offsets.extend(other.arg_offsets[1..].iter().map(|o| o + key_base));
-        self.arg_key.extend_from_slice(&other.arg_key);
-        let byte_base = self.arg_value_bytes.len() as u32;
-        self.arg_value_offsets.extend(other.arg_value_offsets[1..].iter().map(|o| o + byte_base));
-        self.arg_value_bytes.extend_from_slice(&other.arg_value_bytes);
+    /// The events of `pieces` one after another (strings already in one pool; no nesting
+    /// yet). Built a column at a time, each piece's column freed once copied, so the peak is
+    /// the pieces plus one column rather than twice the events.
+    pub fn concat(mut pieces: Vec<EventChunk>) -> EventChunk {
+        debug_assert!(pieces.iter().all(|p| p.local_strings.is_empty() && p.self_ns.is_empty()));
+        if pieces.len() == 1 {
+            return pieces.pop().expect("one piece");
+        }
+        fn column<T: Copy>(pieces: &mut [EventChunk], col: fn(&mut EventChunk) -> &mut Vec<T>) -> Vec<T> {
+            let mut out = Vec::with_capacity(pieces.iter_mut().map(|p| col(p).len()).sum());
+            for p in pieces.iter_mut() {
+                out.extend_from_slice(&std::mem::take(col(p)));
+            }
+            out
+        }
+        // Offsets into the keys / value bytes, rebased onto what the earlier pieces hold.
+        fn offsets(pieces: &mut [EventChunk], col: fn(&mut EventChunk) -> &mut Vec<u32>, len_of: fn(&EventChunk) -> usize) -> Vec<u32> {
+            let mut out = Vec::with_capacity(pieces.iter_mut().map(|p| col(p).len()).sum::<usize>() + 1);
+            out.push(0);
+            let mut base = 0u32;
+            for p in pieces.iter_mut() {
+                let len = len_of(p) as u32;
+                out.extend(std::mem::take(col(p))[1..].iter().map(|o| o + base));
+                base += len;
+            }
+            out
+        }
+        let p = &mut pieces[..];
+        EventChunk {
+            line: column(p, |c| &mut c.line),
+            name: column(p, |c| &mut c.name),
+            display_name: column(p, |c| &mut c.display_name),
+            category: column(p, |c| &mut c.category),
+            start_ns: column(p, |c| &mut c.start_ns),
+            dur_ns: column(p, |c| &mut c.dur_ns),
+            hlo_op: column(p, |c| &mut c.hlo_op),
+            hlo_module: column(p, |c| &mut c.hlo_module),
+            tf_op: column(p, |c| &mut c.tf_op),
+            program_id: column(p, |c| &mut c.program_id),
+            step: column(p, |c| &mut c.step),
+            correlation_id: column(p, |c| &mut c.correlation_id),
+            device_ordinal: column(p, |c| &mut c.device_ordinal),
+            src: column(p, |c| &mut c.src),
+            arg_offsets: offsets(p, |c| &mut c.arg_offsets, |c| c.arg_key.len()),
+            arg_key: column(p, |c| &mut c.arg_key),
+            arg_value_offsets: offsets(p, |c| &mut c.arg_value_offsets, |c| c.arg_value_bytes.len()),
+            arg_value_bytes: column(p, |c| &mut c.arg_value_bytes),
+            ..Default::default()
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -574,13 +574,7 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: 
             .filter(|g| !g.is_empty())
             .map(|group| {
                 scope.spawn(move || {
-                    let rest: usize = group.iter().skip(1).map(|p| p.len()).sum();
-                    let mut parts = group.into_iter();
-                    let mut chunk = parts.next().expect("non-empty group");
-                    chunk.reserve(rest);
-                    for part in parts {
-                        chunk.append(part);
-                    }
+                    let mut chunk = EventChunk::concat(group);
                     chunk.sort_within_lines();
                     chunk.compute_nesting();
                     chunk
