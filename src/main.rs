@@ -379,7 +379,7 @@ fn key_values(pairs: &[String], flag: &str) -> Result<BTreeMap<String, String>, 
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Ingest { .. }) {
+    if !matches!(cli.command, Command::Ingest { .. }) && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         purge_freed_memory_at_once();
     }
     match cli.command {

@@ -572,23 +572,43 @@ impl Deriver {
         let first_new_device_step = self.device_steps.len();
         self.device_steps.extend(part_device_steps);
 
-        // Ops.
-        let mut ops = Vec::new();
-        let mut caches = OpCaches::default();
-        for (ci, chunk) in capture.chunks.iter().enumerate() {
-            for i in 0..chunk.len() {
-                let line = &capture.lines[chunk.line[i] as usize];
-                let plane = &capture.planes[line.plane as usize];
-                let is_op = match plane.kind {
-                    PlaneKind::Device => is_op_event(capture, &roles, chunk, i),
-                    PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !self.hosts_with_device_ops.contains(&plane.host),
-                    PlaneKind::Other => false,
-                };
-                if !is_op {
-                    continue;
-                }
-                ops.push(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, &module_windows));
-            }
+        // Ops, a chunk per thread (chunks hold whole lines); strings made on each thread join
+        // the first chunk's.
+        let hosts_with_device_ops = &self.hosts_with_device_ops;
+        let per_chunk: Vec<(Vec<Op>, LocalStrings)> = std::thread::scope(|s| {
+            let handles: Vec<_> = capture
+                .chunks
+                .iter()
+                .enumerate()
+                .map(|(ci, chunk)| {
+                    let (roles, module_windows, base) = (&roles, &module_windows, chunk_base[ci]);
+                    s.spawn(move || {
+                        let mut caches = OpCaches::default();
+                        let mut ops = Vec::new();
+                        for i in 0..chunk.len() {
+                            let line = &capture.lines[chunk.line[i] as usize];
+                            let plane = &capture.planes[line.plane as usize];
+                            let is_op = match plane.kind {
+                                PlaneKind::Device => is_op_event(capture, roles, chunk, i),
+                                PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !hosts_with_device_ops.contains(&plane.host),
+                                PlaneKind::Other => false,
+                            };
+                            if is_op {
+                                ops.push(make_op(capture, pool_ids, &mut caches, chunk, ci, i, base, plane, line, module_windows));
+                            }
+                        }
+                        (ops, caches.strings)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("op deriver panicked")).collect()
+        });
+        let mut strings = LocalStrings::default();
+        let mut ops = Vec::with_capacity(per_chunk.iter().map(|(o, _)| o.len()).sum());
+        for (chunk_ops, chunk_strings) in per_chunk {
+            let remap: Vec<u32> = chunk_strings.values.into_iter().map(|v| strings.intern(v)).collect();
+            let local = |id: u32| if id == NO_STR { id } else { remap[id as usize] };
+            ops.extend(chunk_ops.into_iter().map(|op| Op { region_path: local(op.region_path), source: local(op.source), ..op }));
         }
         for op in &ops {
             if let Err(k) = self.devices.binary_search(&op.device) {
@@ -601,13 +621,13 @@ impl Deriver {
         assign_steps(&mut ops, &known_steps);
 
         // Per (host, device) unions for overlap.
-        let mut compute_by_device: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
+        let mut compute_by_device: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
         for op in &ops {
             if op.category == "compute" && !op.async_span {
                 compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
             }
         }
-        let compute_by_device: HashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
+        let compute_by_device: FxHashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
         let mut collectives = Vec::new();
         for (idx, op) in ops.iter().enumerate() {
             if op.collective_kind.is_some() {
@@ -617,22 +637,22 @@ impl Deriver {
         }
 
         self.fold_step_activity(&ops, first_new_device_step);
-        self.fold_regions(&ops, &caches.strings);
+        self.fold_regions(&ops, &strings);
         let gaps = find_gaps(capture, &ops);
         let event_totals = event_totals(capture, &ops);
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
         }
-        PartDerived { strings: caches.strings, ops, gaps, collectives, event_totals, chunk_base }
+        PartDerived { strings, ops, gaps, collectives, event_totals, chunk_base }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`
     /// line share a plane, so a part); host steps count this part's op starts, and the host's
     /// busy intervals grow by this part's ops (their coverage is taken at the end).
     fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize) {
-        let mut all: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
-        let mut compute: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::new();
-        let mut starts: HashMap<(u32, u32), Vec<i64>> = HashMap::new();
+        let mut all: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
+        let mut compute: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
+        let mut starts: FxHashMap<(u32, u32), Vec<i64>> = FxHashMap::default();
         for op in ops.iter().filter(|o| !o.async_span) {
             for key in [(op.host, NO_STR), (op.host, op.device)] {
                 all.entry(key).or_default().push((op.start_ns, op.end_ns()));
@@ -642,8 +662,8 @@ impl Deriver {
                 }
             }
         }
-        let all: HashMap<_, _> = all.into_iter().map(|(k, v)| (k, union(v))).collect();
-        let compute: HashMap<_, _> = compute.into_iter().map(|(k, v)| (k, union(v))).collect();
+        let all: FxHashMap<_, _> = all.into_iter().map(|(k, v)| (k, union(v))).collect();
+        let compute: FxHashMap<_, _> = compute.into_iter().map(|(k, v)| (k, union(v))).collect();
         for v in starts.values_mut() {
             v.sort_unstable();
         }

@@ -111,14 +111,16 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
     })
 }
 
-/// The tables made of a part's ops.
+/// The tables made of a part's ops (`ops`, the largest, built beside the three others).
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
-    Ok(RunTables::new(vec![
-        ("ops", vec![ops_batch(capture, part)?]),
-        ("collectives", vec![collectives_batch(capture, part)?]),
-        ("gaps", vec![gaps_batch(capture, part)?]),
-        ("event_totals", vec![event_totals_batch(capture, part)?]),
-    ]))
+    let (ops, others) = std::thread::scope(|s| {
+        let ops = s.spawn(|| ops_batch(capture, part));
+        let others =
+            (|| -> Result<[RecordBatch; 3]> { Ok([collectives_batch(capture, part)?, gaps_batch(capture, part)?, event_totals_batch(capture, part)?]) })();
+        (ops.join().expect("ops table builder panicked"), others)
+    });
+    let [collectives, gaps, event_totals] = others?;
+    Ok(RunTables::new(vec![("ops", vec![ops?]), ("collectives", vec![collectives]), ("gaps", vec![gaps]), ("event_totals", vec![event_totals])]))
 }
 
 /// The tables only the whole run knows: `runs`, `regions`, `steps`.
