@@ -15,17 +15,18 @@
 --   count            gaps
 --   total_gap_ns     summed gap time
 --   avg_gap_ns       total_gap_ns / count
-WITH o AS (
-  SELECT event_id, CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(region_path AS VARCHAR) AS region_path
-  FROM ops WHERE run_id = {{run_id}}
+-- Ops are read twice (payload region by event id; most common region per name), each time
+-- without casting every row: counts are taken on the dictionary-encoded columns first.
+WITH preferred_counts AS (
+  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(region_path AS VARCHAR) AS region_path, n
+  FROM (SELECT hlo_op, region_path, count(*) AS n FROM ops WHERE run_id = {{run_id}} AND region_path IS NOT NULL GROUP BY hlo_op, region_path) c
 ),
-preferred_counts AS (SELECT hlo_op, region_path, count(*) AS n FROM o WHERE region_path IS NOT NULL GROUP BY hlo_op, region_path),
 preferred AS (SELECT hlo_op, region_path, row_number() OVER (PARTITION BY hlo_op ORDER BY n DESC, region_path) AS rk FROM preferred_counts),
 g AS (
   SELECT CAST(g.payload_op AS VARCHAR) AS op_name, g.gap_ns,
-         coalesce(o.region_path, p.region_path) AS path
+         coalesce(CAST(o.region_path AS VARCHAR), p.region_path) AS path
   FROM gaps g
-  LEFT JOIN o ON o.event_id = g.payload_event_id
+  LEFT JOIN (SELECT event_id, region_path FROM ops WHERE run_id = {{run_id}}) o ON o.event_id = g.payload_event_id
   LEFT JOIN preferred p ON p.hlo_op = CAST(g.payload_op AS VARCHAR) AND p.rk = 1
   WHERE g.run_id = {{run_id}}
 ),

@@ -19,31 +19,41 @@
 --   scope_path      most common framework scope path (tf_op)
 --   source          most common source location
 --   devices         distinct devices that ran it
-WITH o AS (
-  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(category AS VARCHAR) AS category, dur_ns, self_ns,
-         CAST(shape AS VARCHAR) AS shape, CAST(tf_op AS VARCHAR) AS tf_op, CAST(source AS VARCHAR) AS source,
-         CAST(device AS VARCHAR) AS device
+-- Executions are summed once per distinct (op, category, shape, scope, source, device); the
+-- most common shape/scope/source are then picked by window functions over those groups, so
+-- the ops are scanned once (DataFusion runs a CTE again for every reference to it).
+WITH g AS (
+  SELECT hlo_op, category, shape, tf_op, source, device, count(*) AS n, sum(dur_ns) AS total_ns, sum(self_ns) AS self_ns
   FROM ops WHERE run_id = {{run_id}}
+  GROUP BY hlo_op, category, shape, tf_op, source, device
+),
+o AS (
+  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(category AS VARCHAR) AS category, CAST(shape AS VARCHAR) AS shape,
+         CAST(tf_op AS VARCHAR) AS tf_op, CAST(source AS VARCHAR) AS source, CAST(device AS VARCHAR) AS device, n, total_ns, self_ns
+  FROM g
+),
+counted AS (
+  SELECT *, sum(n) OVER (PARTITION BY hlo_op, shape) AS shape_n, sum(n) OVER (PARTITION BY hlo_op, tf_op) AS scope_n,
+         sum(n) OVER (PARTITION BY hlo_op, source) AS source_n
+  FROM o
+),
+picked AS (
+  SELECT *,
+         first_value(shape) OVER (PARTITION BY hlo_op ORDER BY shape IS NULL, shape_n DESC, shape) AS top_shape,
+         first_value(tf_op) OVER (PARTITION BY hlo_op ORDER BY tf_op IS NULL, scope_n DESC, tf_op) AS top_scope,
+         first_value(source) OVER (PARTITION BY hlo_op ORDER BY source IS NULL, source_n DESC, source) AS top_source
+  FROM counted
 ),
 per_op AS (
-  SELECT hlo_op, min(category) AS category, count(*) AS count, sum(dur_ns) AS total_ns,
-         sum(self_ns) AS self_ns, count(DISTINCT device) AS devices
-  FROM o GROUP BY hlo_op
-),
-shape_counts AS (SELECT hlo_op, shape, count(*) AS n FROM o WHERE shape IS NOT NULL GROUP BY hlo_op, shape),
-shapes AS (SELECT hlo_op, shape, row_number() OVER (PARTITION BY hlo_op ORDER BY n DESC, shape) AS rk FROM shape_counts),
-scope_counts AS (SELECT hlo_op, tf_op, count(*) AS n FROM o WHERE tf_op IS NOT NULL GROUP BY hlo_op, tf_op),
-scopes AS (SELECT hlo_op, tf_op, row_number() OVER (PARTITION BY hlo_op ORDER BY n DESC, tf_op) AS rk FROM scope_counts),
-source_counts AS (SELECT hlo_op, source, count(*) AS n FROM o WHERE source IS NOT NULL GROUP BY hlo_op, source),
-sources AS (SELECT hlo_op, source, row_number() OVER (PARTITION BY hlo_op ORDER BY n DESC, source) AS rk FROM source_counts)
-SELECT p.hlo_op,
-       regexp_replace(regexp_replace(p.hlo_op, '^%', ''), '\.[0-9]+$', '') AS canonical_name,
-       p.category, p.count, p.total_ns, p.self_ns,
-       CAST(p.total_ns AS DOUBLE) / p.count AS avg_ns,
-       s.shape, sc.tf_op AS scope_path, src.source, p.devices
-FROM per_op p
-LEFT JOIN shapes s ON s.hlo_op = p.hlo_op AND s.rk = 1
-LEFT JOIN scopes sc ON sc.hlo_op = p.hlo_op AND sc.rk = 1
-LEFT JOIN sources src ON src.hlo_op = p.hlo_op AND src.rk = 1
-ORDER BY p.self_ns DESC, p.total_ns DESC, p.hlo_op
+  SELECT hlo_op, min(category) AS category, sum(n) AS count, sum(total_ns) AS total_ns, sum(self_ns) AS self_ns,
+         min(top_shape) AS shape, min(top_scope) AS scope_path, min(top_source) AS source, count(DISTINCT device) AS devices
+  FROM picked GROUP BY hlo_op
+)
+SELECT hlo_op,
+       regexp_replace(regexp_replace(hlo_op, '^%', ''), '\.[0-9]+$', '') AS canonical_name,
+       category, count, total_ns, self_ns,
+       CAST(total_ns AS DOUBLE) / count AS avg_ns,
+       shape, scope_path, source, devices
+FROM per_op
+ORDER BY self_ns DESC, total_ns DESC, hlo_op
 LIMIT {{top_k}}

@@ -19,19 +19,24 @@
 --   max_gap_ns          longest gap
 --   avg_gap_ns          total_gap_ns / count
 --   lines               distinct lines the gaps were on
+-- Gaps are summed once per distinct (payload, marker, line) and the most frequent marker is
+-- picked by a window function, so the gaps are scanned once.
 WITH g AS (
-  SELECT CAST(payload_op AS VARCHAR) AS payload_op, CAST(marker_op AS VARCHAR) AS marker_op, gap_ns,
-         CAST(host AS VARCHAR) || '/' || CAST(line AS VARCHAR) AS track
+  SELECT payload_op, marker_op, host, line, count(*) AS n, sum(gap_ns) AS gap_ns, max(gap_ns) AS max_gap_ns
   FROM gaps WHERE run_id = {{run_id}}
+  GROUP BY payload_op, marker_op, host, line
 ),
-markers AS (
-  SELECT payload_op, marker_op, row_number() OVER (PARTITION BY payload_op ORDER BY count(*) DESC, marker_op) AS rk
-  FROM g GROUP BY payload_op, marker_op
-)
-SELECT g.payload_op, min(m.marker_op) AS marker_op, count(*) AS count, sum(g.gap_ns) AS total_gap_ns,
-       max(g.gap_ns) AS max_gap_ns, CAST(sum(g.gap_ns) AS DOUBLE) / count(*) AS avg_gap_ns,
-       count(DISTINCT g.track) AS lines
-FROM g JOIN markers m ON m.payload_op = g.payload_op AND m.rk = 1
-GROUP BY g.payload_op
-ORDER BY total_gap_ns DESC, max_gap_ns DESC, g.payload_op
+o AS (
+  SELECT CAST(payload_op AS VARCHAR) AS payload_op, CAST(marker_op AS VARCHAR) AS marker_op,
+         CAST(host AS VARCHAR) || '/' || CAST(line AS VARCHAR) AS track, n, gap_ns, max_gap_ns
+  FROM g
+),
+counted AS (SELECT *, sum(n) OVER (PARTITION BY payload_op, marker_op) AS marker_n FROM o),
+picked AS (SELECT *, first_value(marker_op) OVER (PARTITION BY payload_op ORDER BY marker_n DESC, marker_op) AS top_marker FROM counted)
+SELECT payload_op, min(top_marker) AS marker_op, sum(n) AS count, sum(gap_ns) AS total_gap_ns,
+       max(max_gap_ns) AS max_gap_ns, CAST(sum(gap_ns) AS DOUBLE) / sum(n) AS avg_gap_ns,
+       count(DISTINCT track) AS lines
+FROM picked
+GROUP BY payload_op
+ORDER BY total_gap_ns DESC, max_gap_ns DESC, payload_op
 LIMIT {{top_k}}

@@ -59,22 +59,24 @@ f AS (
     END AS family
   FROM kinds
 ),
-grand AS (SELECT sum(self_ns) AS g FROM f),
-examples AS (
-  SELECT family, hlo_op, row_number() OVER (PARTITION BY family ORDER BY sum(self_ns) DESC, hlo_op) AS rk
-  FROM f GROUP BY family, hlo_op
+-- The example op and dominant shape are picked by window functions, so `f` (and the scan of
+-- the ops under it) runs once: DataFusion runs a CTE again for every reference to it.
+counted AS (
+  SELECT *, sum(self_ns) OVER (PARTITION BY family, hlo_op) AS op_self_ns, sum(n) OVER (PARTITION BY family, shape) AS shape_n,
+         sum(self_ns) OVER () AS grand_self_ns
+  FROM f
 ),
-shapes AS (
-  SELECT family, shape, row_number() OVER (PARTITION BY family ORDER BY sum(n) DESC, shape) AS rk
-  FROM f WHERE shape IS NOT NULL GROUP BY family, shape
+picked AS (
+  SELECT *,
+         first_value(hlo_op) OVER (PARTITION BY family ORDER BY op_self_ns DESC, hlo_op) AS example_op,
+         first_value(shape) OVER (PARTITION BY family ORDER BY shape IS NULL, shape_n DESC, shape) AS dominant_shape
+  FROM counted
 )
-SELECT f.family, sum(f.n) AS count, sum(f.dur_ns) AS total_ns, sum(f.self_ns) AS self_ns,
-       CASE WHEN min(grand.g) > 0 THEN CAST(sum(f.self_ns) AS DOUBLE) / min(grand.g) ELSE 0.0 END AS share_of_total,
-       CAST(sum(f.dur_ns) AS DOUBLE) / sum(f.n) AS avg_ns, CAST(sum(f.self_ns) AS DOUBLE) / sum(f.n) AS avg_self_ns,
-       min(e.hlo_op) AS example_op, min(s.shape) AS dominant_shape, count(DISTINCT f.hlo_op) AS distinct_ops
-FROM f CROSS JOIN grand
-JOIN examples e ON e.family = f.family AND e.rk = 1
-LEFT JOIN shapes s ON s.family = f.family AND s.rk = 1
-GROUP BY f.family
-ORDER BY self_ns DESC, f.family
+SELECT family, sum(n) AS count, sum(dur_ns) AS total_ns, sum(self_ns) AS self_ns,
+       CASE WHEN min(grand_self_ns) > 0 THEN CAST(sum(self_ns) AS DOUBLE) / min(grand_self_ns) ELSE 0.0 END AS share_of_total,
+       CAST(sum(dur_ns) AS DOUBLE) / sum(n) AS avg_ns, CAST(sum(self_ns) AS DOUBLE) / sum(n) AS avg_self_ns,
+       min(example_op) AS example_op, min(dominant_shape) AS dominant_shape, count(DISTINCT hlo_op) AS distinct_ops
+FROM picked
+GROUP BY family
+ORDER BY self_ns DESC, family
 LIMIT {{top_k}}
