@@ -38,48 +38,37 @@ impl RunBatches {
 
 /// A table over several runs' batches (contract schema, `run_id` appended per run).
 #[derive(Debug)]
-pub struct DeferredTable {
-    /// Contract columns + `run_id`.
-    schema: SchemaRef,
-    runs: Arc<Vec<(String, RunBatches)>>,
-    partitions: usize,
-    batch_rows: usize,
-}
+pub struct DeferredTable(Shape);
 
 impl DeferredTable {
     pub fn new(schema: SchemaRef, runs: Vec<(String, RunBatches)>, partitions: usize, batch_rows: usize) -> Self {
-        DeferredTable { schema, runs: Arc::new(runs), partitions: partitions.max(1), batch_rows: batch_rows.max(1) }
+        DeferredTable(Shape { schema, runs: Arc::new(runs), partitions: partitions.max(1), batch_rows: batch_rows.max(1) })
     }
 }
 
 #[async_trait]
 impl TableProvider for DeferredTable {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.0.schema.clone()
     }
     fn table_type(&self) -> TableType {
         TableType::Base
     }
     async fn scan(&self, _state: &dyn Session, projection: Option<&Vec<usize>>, _filters: &[Expr], _limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
-        let generators = (0..self.partitions)
+        let generators = (0..self.0.partitions)
             .map(|partition| {
-                let g = SliceGenerator { table: self.shape(), partition, cursor: Cursor::default() };
+                let g = SliceGenerator { table: self.0.clone(), partition, cursor: Cursor::default() };
                 Arc::new(RwLock::new(g)) as Arc<RwLock<dyn LazyBatchGenerator>>
             })
             .collect();
-        Ok(Arc::new(LazyMemoryExec::try_new(self.schema.clone(), generators)?.with_projection(projection.cloned())))
+        Ok(Arc::new(LazyMemoryExec::try_new(self.0.schema.clone(), generators)?.with_projection(projection.cloned())))
     }
 }
 
-impl DeferredTable {
-    fn shape(&self) -> Shape {
-        Shape { schema: self.schema.clone(), runs: self.runs.clone(), partitions: self.partitions, batch_rows: self.batch_rows }
-    }
-}
-
-/// What every partition's generator shares.
+/// The table, as every partition's generator shares it.
 #[derive(Clone, Debug)]
 struct Shape {
+    /// Contract columns + `run_id`.
     schema: SchemaRef,
     runs: Arc<Vec<(String, RunBatches)>>,
     partitions: usize,
