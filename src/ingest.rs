@@ -112,6 +112,9 @@ impl PartSink for MemorySink {
         stage_done("  part tables", &mut clock);
         Ok(())
     }
+    fn args_kept(&self) -> Option<&'static [&'static str]> {
+        Some(tables::derive::ARG_KEYS_READ)
+    }
     fn restart(&mut self) -> Result<(), String> {
         *self = MemorySink { deriver: Deriver::new(), tables: RunTables::default() };
         Ok(())

@@ -277,6 +277,10 @@ pub trait PartSink {
         Ok(())
     }
     fn part(&mut self, capture: &mut Capture) -> Result<(), Self::Error>;
+    /// The arg keys the sink reads (see [`Capture::args_kept`]); None: all of them.
+    fn args_kept(&self) -> Option<&'static [&'static str]> {
+        None
+    }
     /// Forget every part received: loading starts over (the XPlane failed, the trace JSON follows).
     fn restart(&mut self) -> Result<(), Self::Error>;
 }
@@ -341,7 +345,7 @@ pub fn load_parts<S: PartSink>(resolved: &Resolved, sink: &mut S) -> Result<Load
 }
 
 fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut S) -> Result<Loaded, LoadError<S::Error>> {
-    let mut capture = Capture::default();
+    let mut capture = Capture { args_kept: sink.args_kept(), ..Capture::default() };
     capture.meta.quality_warnings.extend(resolved.notes.iter().cloned());
     capture.meta.source_format = match files.first().map(|f| f.kind) {
         Some(SourceKind::XPlane) => "xplane",

@@ -23,6 +23,8 @@ enum Role {
     CorrelationId,
     DeviceOrdinal,
     Arg,
+    /// An arg the caller does not read ([`Capture::args_kept`]).
+    Skip,
 }
 
 fn role_of(name: &str) -> Role {
@@ -322,7 +324,11 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
         for (entry, off) in stat_meta_entries {
             let (id, sname) = stat_metadata_name(entry, off)?;
             let sname = String::from_utf8_lossy(sname);
-            stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role: role_of(&sname) });
+            let role = match (role_of(&sname), capture.args_kept) {
+                (Role::Arg, Some(kept)) if !kept.contains(&sname.as_ref()) => Role::Skip,
+                (role, _) => role,
+            };
+            stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role });
         }
 
         let plane_index = capture.planes.len() as u32;
@@ -783,6 +789,7 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
             };
             col[i] = v;
         }
+        Role::Skip => {}
         Role::Arg => {
             scratch.clear();
             write_value(value, pool, scratch);

@@ -864,6 +864,11 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     rows
 }
 
+/// Every arg key the derivation reads (op builder, string preparation, provenance): an
+/// in-memory analysis decodes only these (`Capture::args_kept`). A test keeps an INPUT's
+/// summary equal to its stored run's, which has every arg.
+pub const ARG_KEYS_READ: &[&str] = &["name", "hlo_category", "flops", "bytes_accessed", "source", "device_duration_ps", "run_id", "source_file", "file_name"];
+
 /// Pool ids of arg keys the op builder reads.
 pub struct PoolIds {
     name: u32,
