@@ -77,19 +77,18 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
     };
     let run = tables::run_tables(&loaded.capture, sink.deriver.finish(), &info).map_err(|e| IngestError::Store(format!("building tables: {e}")))?;
     sink.tables.append(run);
-    let (path, sha) = (input.to_path_buf(), loaded.trace_sha256);
-    sink.tables.deferred_events = Some(std::sync::Arc::new(tables::Deferred::new(move || load_events(&path, &sha).map_err(|e| e.to_string()))));
+    let sha = loaded.trace_sha256;
+    sink.tables.deferred_events = Some(std::sync::Arc::new(tables::Deferred::new(move || load_events(&resolved, &sha).map_err(|e| e.to_string()))));
     stage_done("decode and tables", &mut clock);
     progress("");
     Ok(sink.tables)
 }
 
-/// The `events` table of an INPUT, which must still have digest `trace_sha256`.
-fn load_events(input: &Path, trace_sha256: &str) -> Result<Vec<arrow::record_batch::RecordBatch>, IngestError> {
+/// The `events` table of a resolved INPUT, whose files must still have digest `trace_sha256`.
+fn load_events(resolved: &decode::Resolved, trace_sha256: &str) -> Result<Vec<arrow::record_batch::RecordBatch>, IngestError> {
     let mut clock = std::time::Instant::now();
-    let resolved = decode::resolve(input).map_err(IngestError::Input)?;
     let mut sink = EventsSink { expected_sha256: trace_sha256, next_event_id: 0, batches: Vec::new() };
-    decode::load_parts(&resolved, &mut sink)?;
+    decode::load_parts(resolved, &mut sink)?;
     stage_done("events table (decoded again)", &mut clock);
     Ok(sink.batches)
 }
@@ -112,8 +111,8 @@ impl PartSink for MemorySink {
         stage_done("  part tables", &mut clock);
         Ok(())
     }
-    fn args_kept(&self) -> Option<&'static [&'static str]> {
-        Some(tables::derive::ARG_KEYS_READ)
+    fn args_kept(&self) -> Option<fn(&str) -> bool> {
+        Some(tables::derive::reads_arg)
     }
     fn restart(&mut self) -> Result<(), String> {
         *self = MemorySink { deriver: Deriver::new(), tables: RunTables::default() };

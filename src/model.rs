@@ -425,10 +425,10 @@ pub struct Capture {
     pub chunks: Vec<EventChunk>,
     pub hlo: HloIndex,
     pub meta: CaptureMeta,
-    /// When set, XPlane stats that are not typed columns are kept as args only under these
-    /// keys (an analysis that never builds `events` needs only what derive reads); None keeps
+    /// When set, XPlane stats that are not typed columns are kept as args only under the keys
+    /// it accepts (an analysis that never builds `events` needs only what derive reads); None keeps
     /// every arg. Trace JSON keeps every arg either way.
-    pub args_kept: Option<&'static [&'static str]>,
+    pub args_kept: Option<fn(&str) -> bool>,
 }
 
 impl Capture {

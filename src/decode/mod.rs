@@ -277,8 +277,8 @@ pub trait PartSink {
         Ok(())
     }
     fn part(&mut self, capture: &mut Capture) -> Result<(), Self::Error>;
-    /// The arg keys the sink reads (see [`Capture::args_kept`]); None: all of them.
-    fn args_kept(&self) -> Option<&'static [&'static str]> {
+    /// Which arg keys the sink reads (see [`Capture::args_kept`]); None: all of them.
+    fn args_kept(&self) -> Option<fn(&str) -> bool> {
         None
     }
     /// Forget every part received: loading starts over (the XPlane failed, the trace JSON follows).

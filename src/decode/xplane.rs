@@ -325,7 +325,7 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
             let (id, sname) = stat_metadata_name(entry, off)?;
             let sname = String::from_utf8_lossy(sname);
             let role = match (role_of(&sname), capture.args_kept) {
-                (Role::Arg, Some(kept)) if !kept.contains(&sname.as_ref()) => Role::Skip,
+                (Role::Arg, Some(kept)) if !kept(&sname) => Role::Skip,
                 (role, _) => role,
             };
             stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role });

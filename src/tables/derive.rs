@@ -124,13 +124,13 @@ impl LocalStrings {
     }
 }
 
-/// Per-value results reused across ops: classification, scope, device and source strings.
 /// The name an op resolved to and its HLO instruction, when the HLO knows it.
 type ResolvedOp<'c> = (u32, Option<&'c HloInstr>);
 
 /// Merged (start, end) intervals.
 type Intervals = Vec<(i64, i64)>;
 
+/// Per-value results reused across ops: classification, scope, device and source strings.
 #[derive(Default)]
 struct OpCaches<'c> {
     /// (program_id, hlo_module, [hlo_op, display_name, name]) → the name that resolved and its
@@ -710,9 +710,7 @@ impl Deriver {
 
     /// Counts the part's `run_id` and source-file arg values.
     fn note_provenance(&mut self, capture: &Capture) {
-        let key = |k: &str| capture.strings.lookup(k).unwrap_or(NO_STR);
-        let run_id = key("run_id");
-        let sources = [key("source"), key("source_file"), key("file_name")];
+        let [run_id, sources @ ..] = PROVENANCE_ARG_KEYS.map(|k| capture.strings.lookup(k).unwrap_or(NO_STR));
         for c in &capture.chunks {
             for j in 0..c.arg_key.len() {
                 let k = c.arg_key[j];
@@ -864,10 +862,17 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     rows
 }
 
-/// Every arg key the derivation reads (op builder, string preparation, provenance): an
-/// in-memory analysis decodes only these (`Capture::args_kept`). A test keeps an INPUT's
-/// summary equal to its stored run's, which has every arg.
-pub const ARG_KEYS_READ: &[&str] = &["name", "hlo_category", "flops", "bytes_accessed", "source", "device_duration_ps", "run_id", "source_file", "file_name"];
+/// Arg keys the op builder and string preparation read, in [`PoolIds`] field order.
+const OP_ARG_KEYS: [&str; 6] = ["name", "hlo_category", "flops", "bytes_accessed", "source", "device_duration_ps"];
+/// Arg keys counted as provenance hints: the launch id, then the source-file keys.
+const PROVENANCE_ARG_KEYS: [&str; 4] = ["run_id", "source", "source_file", "file_name"];
+
+/// Whether the derivation reads args under `key`: an in-memory analysis decodes only those
+/// (`Capture::args_kept`). A test keeps an INPUT's summary equal to its stored run's, which
+/// has every arg.
+pub fn reads_arg(key: &str) -> bool {
+    OP_ARG_KEYS.contains(&key) || PROVENANCE_ARG_KEYS.contains(&key)
+}
 
 /// Pool ids of arg keys the op builder reads.
 pub struct PoolIds {
@@ -881,14 +886,8 @@ pub struct PoolIds {
 
 impl PoolIds {
     fn new(pool: &mut StringPool) -> Self {
-        PoolIds {
-            name: pool.intern("name"),
-            hlo_category: pool.intern("hlo_category"),
-            flops: pool.intern("flops"),
-            bytes_accessed: pool.intern("bytes_accessed"),
-            source: pool.intern("source"),
-            device_duration_ps: pool.intern("device_duration_ps"),
-        }
+        let [name, hlo_category, flops, bytes_accessed, source, device_duration_ps] = OP_ARG_KEYS.map(|k| pool.intern(k));
+        PoolIds { name, hlo_category, flops, bytes_accessed, source, device_duration_ps }
     }
 }
 
