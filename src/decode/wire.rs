@@ -156,6 +156,27 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// Reads the varint at `*pos`, moving past it; None when it is truncated or over-long (the
+/// caller then re-reads with [`Fields`] to report where).
+#[inline(always)]
+pub fn varint_at(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut f = Fields { buf, pos: *pos, base: 0 };
+    let v = f.varint().ok()?;
+    *pos = f.pos;
+    Some(v)
+}
+
+/// The value of field 1 when a message starts with it as a varint (how every producer
+/// writes an XStat's metadata id), read without checking the rest of the message.
+#[inline]
+pub fn leading_field1_varint(buf: &[u8]) -> Option<u64> {
+    if buf.first() != Some(&0x08) {
+        return None;
+    }
+    let mut f = Fields::new(&buf[1..]);
+    f.varint().ok()
+}
+
 /// Reads a packed or unpacked repeated varint field value into `out`.
 pub fn push_varints(value: Value<'_>, out: &mut Vec<i64>) -> Result<(), WireError> {
     match value {

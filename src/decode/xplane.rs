@@ -7,7 +7,7 @@
 //! `line.timestamp_ns + offset_ps`, rounded at both ends so nesting is preserved.
 
 use super::hlo::index_hlo_proto;
-use super::wire::{Fields, Value, WireError};
+use super::wire::{leading_field1_varint, varint_at, Fields, Value, WireError};
 use crate::model::*;
 use std::collections::HashMap;
 
@@ -701,28 +701,9 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
     {
         let ctx = &ctxs[job.plane];
         for ev in &job.events[range] {
-            let mut f = Fields::with_base(ev, job.base);
-            let (mut meta_id, mut offset_ps, mut dur_ps, mut aggregated) = (0i64, 0i64, 0i64, false);
             let mut stat_slices: [(&[u8], usize); 16] = [(&[], 0); 16];
             let mut extra_stats: Vec<(&[u8], usize)> = Vec::new();
-            let mut nstats = 0;
-            while let Some((field, value, off)) = f.next_field()? {
-                match field {
-                    1 => meta_id = value.as_i64(),
-                    2 => offset_ps = value.as_i64(),
-                    3 => dur_ps = value.as_i64(),
-                    4 => {
-                        if nstats < 16 {
-                            stat_slices[nstats] = (value.as_bytes(), off);
-                        } else {
-                            extra_stats.push((value.as_bytes(), off));
-                        }
-                        nstats += 1;
-                    }
-                    5 => aggregated = true,
-                    _ => {}
-                }
-            }
+            let (EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats) = read_event(ev, job.base, &mut stat_slices, &mut extra_stats)?;
             if aggregated {
                 continue;
             }
@@ -734,6 +715,13 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
             seen.clear();
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
+                // Most stats of a CPU capture are flow ids no caller reads: skip them unparsed.
+                // (Their metadata-level namesakes have the same role, so none is let through.)
+                if let Some(id) = leading_field1_varint(bytes) {
+                    if ctx.stats.get(id as i64).is_some_and(|info| info.role == Role::Skip) {
+                        continue;
+                    }
+                }
                 let (info, value) = read_stat(bytes, off, &ctx.stats)?;
                 if let Some(info) = info {
                     seen.push(info.name);
@@ -751,6 +739,71 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
         }
     }
     Ok(chunk)
+}
+
+/// An XEvent's scalar fields.
+#[derive(Default)]
+struct EventHead {
+    meta_id: i64,
+    offset_ps: i64,
+    dur_ps: i64,
+    aggregated: bool,
+}
+
+/// Reads an XEvent: its scalar fields, and its stats' bytes (the first 16 into `inline`, the
+/// rest into `extra`); returns the head and the number of stats. Events are read a million
+/// times a file, so the usual one-byte keys are matched directly; anything else is read
+/// again field by field, which also reports malformed bytes.
+#[inline]
+fn read_event<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>) -> Result<(EventHead, usize)> {
+    let mut head = EventHead::default();
+    let mut nstats = 0;
+    fn push_stat<'a>(inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>, slice: &'a [u8], off: usize, nstats: &mut usize) {
+        if *nstats < 16 {
+            inline[*nstats] = (slice, off);
+        } else {
+            extra.push((slice, off));
+        }
+        *nstats += 1;
+    }
+    let mut pos = 0;
+    let fast = loop {
+        let Some(&key) = ev.get(pos) else { break true };
+        pos += 1;
+        let Some(v) = varint_at(ev, &mut pos) else { break false };
+        match key {
+            0x08 => head.meta_id = v as i64,
+            0x10 => head.offset_ps = v as i64,
+            0x18 => head.dur_ps = v as i64,
+            0x28 => head.aggregated = true,
+            0x22 => match usize::try_from(v).ok().filter(|&n| n <= ev.len() - pos) {
+                Some(n) => {
+                    push_stat(inline, extra, &ev[pos..pos + n], base + pos, &mut nstats);
+                    pos += n;
+                }
+                None => break false,
+            },
+            _ => break false,
+        }
+    };
+    if fast {
+        return Ok((head, nstats));
+    }
+    head = EventHead::default();
+    nstats = 0;
+    extra.clear();
+    let mut f = Fields::with_base(ev, base);
+    while let Some((field, value, off)) = f.next_field()? {
+        match field {
+            1 => head.meta_id = value.as_i64(),
+            2 => head.offset_ps = value.as_i64(),
+            3 => head.dur_ps = value.as_i64(),
+            4 => push_stat(inline, extra, value.as_bytes(), off, &mut nstats),
+            5 => head.aggregated = true,
+            _ => {}
+        }
+    }
+    Ok((head, nstats))
 }
 
 #[inline]

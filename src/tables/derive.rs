@@ -620,26 +620,15 @@ impl Deriver {
         let known_steps: Vec<&Step> = self.host_steps.values().chain(self.device_steps.iter()).collect();
         assign_steps(&mut ops, &known_steps);
 
-        // Per (host, device) unions for overlap.
-        let mut compute_by_device: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
-        for op in &ops {
-            if op.category == "compute" && !op.async_span {
-                compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
-            }
-        }
-        let compute_by_device: FxHashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
-        let mut collectives = Vec::new();
-        for (idx, op) in ops.iter().enumerate() {
-            if op.collective_kind.is_some() {
-                let overlapped = compute_by_device.get(&(op.host, op.device)).map_or(0, |m| covered(m, op.start_ns, op.end_ns()));
-                collectives.push(Collective { op: idx, overlapped_ns: overlapped.min(op.dur_ns) });
-            }
-        }
-
-        self.fold_step_activity(&ops, first_new_device_step);
-        self.fold_regions(&ops, &strings);
-        let gaps = find_gaps(capture, &ops);
-        let event_totals = event_totals(capture, &ops);
+        // What folds into the run's state here; the part's own gaps and totals on a second thread.
+        let (collectives, gaps, event_totals) = std::thread::scope(|s| {
+            let part_tables = s.spawn(|| (find_gaps(capture, &ops), event_totals(capture, &ops)));
+            let collectives = collectives_of(&ops);
+            self.fold_step_activity(&ops, first_new_device_step);
+            self.fold_regions(&ops, &strings);
+            let (gaps, event_totals) = part_tables.join().expect("gap and total deriver panicked");
+            (collectives, gaps, event_totals)
+        });
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
         }
@@ -794,6 +783,28 @@ pub const GAP_LOOKAHEAD: usize = 8;
 /// Pre-op gaps per device-op line (reference §3.8): ops ordered by (start, end); a gap is a
 /// start after the running maximum end; a setup marker is resolved to the first non-setup
 /// op within 8 that starts before the chain of ops after the marker goes idle again.
+/// The collective ops, each with the time the same device computed while it ran.
+fn collectives_of(ops: &[Op]) -> Vec<Collective> {
+    if ops.iter().all(|op| op.collective_kind.is_none()) {
+        return Vec::new();
+    }
+    let mut compute_by_device: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
+    for op in ops {
+        if op.category == "compute" && !op.async_span {
+            compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
+        }
+    }
+    let compute_by_device: FxHashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
+    let mut collectives = Vec::new();
+    for (idx, op) in ops.iter().enumerate() {
+        if op.collective_kind.is_some() {
+            let overlapped = compute_by_device.get(&(op.host, op.device)).map_or(0, |m| covered(m, op.start_ns, op.end_ns()));
+            collectives.push(Collective { op: idx, overlapped_ns: overlapped.min(op.dur_ns) });
+        }
+    }
+    collectives
+}
+
 fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
     let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (k, op) in ops.iter().enumerate() {
