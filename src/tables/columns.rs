@@ -1,8 +1,9 @@
 //! Small helpers that turn id and sentinel vectors into Arrow arrays.
 
-use crate::model::{StringPool, NO_STR, NULL_I64};
+use crate::model::{StringPool, NULL_I64};
+use arrow::array::builder::NullBufferBuilder;
 use arrow::array::*;
-use arrow::buffer::{OffsetBuffer, ScalarBuffer};
+use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Int32Type};
 use std::sync::Arc;
 
@@ -20,26 +21,65 @@ impl<'a> DictEncoder<'a> {
     pub fn encode(&mut self, ids: impl Iterator<Item = u32>) -> ArrayRef {
         let mut values: Vec<&str> = Vec::new();
         let mut used: Vec<u32> = Vec::new();
-        let mut keys: Vec<Option<i32>> = Vec::with_capacity(ids.size_hint().0);
-        for id in ids {
-            if id == NO_STR || id as usize >= self.remap.len() {
-                keys.push(None);
-                continue;
-            }
-            let slot = &mut self.remap[id as usize];
+        let keys = dict_keys(ids.map(|id| {
+            let slot = self.remap.get_mut(id as usize)?;
             if *slot < 0 {
                 *slot = values.len() as i32;
                 values.push(self.pool.get(id).unwrap_or(""));
                 used.push(id);
             }
-            keys.push(Some(*slot));
-        }
+            Some(*slot)
+        }));
         for id in used {
             self.remap[id as usize] = -1;
         }
-        let dict = DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), Arc::new(StringArray::from(values))).expect("dictionary keys are in range");
+        let dict = DictionaryArray::<Int32Type>::try_new(keys, Arc::new(StringArray::from(values))).expect("dictionary keys are in range");
         Arc::new(dict)
     }
+}
+
+/// Dictionary keys, None as null: the tables are built a column at a time over hundreds of
+/// thousands of rows, so rows are written straight into the buffers.
+pub fn dict_keys(keys: impl Iterator<Item = Option<i32>>) -> Int32Array {
+    let (values, nulls) = values_and_nulls(keys);
+    Int32Array::new(values.into(), nulls)
+}
+
+/// The values (0 where None) and, when any is None, their validity.
+fn values_and_nulls<T: Default>(items: impl Iterator<Item = Option<T>>) -> (Vec<T>, Option<NullBuffer>) {
+    let mut values = Vec::with_capacity(items.size_hint().0);
+    let mut nulls = NullBufferBuilder::new(values.capacity());
+    for item in items {
+        match item {
+            Some(v) => {
+                values.push(v);
+                nulls.append_non_null();
+            }
+            None => {
+                values.push(T::default());
+                nulls.append_null();
+            }
+        }
+    }
+    (values, nulls.finish())
+}
+
+/// A dictionary column over a few distinct `&'static`-like strings (categories, passes),
+/// found by a scan of the values seen so far rather than by hashing every row.
+pub fn static_dict<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut distinct: Vec<&str> = Vec::new();
+    let keys = dict_keys(values.map(|v| {
+        let v = v?;
+        let k = match distinct.iter().position(|d| std::ptr::eq(*d, v) || *d == v) {
+            Some(k) => k,
+            None => {
+                distinct.push(v);
+                distinct.len() - 1
+            }
+        };
+        Some(k as i32)
+    }));
+    Arc::new(DictionaryArray::<Int32Type>::try_new(keys, Arc::new(StringArray::from(distinct))).expect("dictionary keys are in range"))
 }
 
 pub fn i64s(values: impl Iterator<Item = i64>) -> ArrayRef {
@@ -47,12 +87,19 @@ pub fn i64s(values: impl Iterator<Item = i64>) -> ArrayRef {
 }
 
 pub fn nullable_i64s(values: impl Iterator<Item = i64>) -> ArrayRef {
-    Arc::new(values.map(|v| if v == NULL_I64 { None } else { Some(v) }).collect::<Int64Array>())
+    let (values, nulls) = values_and_nulls(values.map(|v| (v != NULL_I64).then_some(v)));
+    Arc::new(Int64Array::new(values.into(), nulls))
 }
 
 /// Unsigned ids stored as i64 bits (NULL_I64 = null).
 pub fn nullable_u64s(values: impl Iterator<Item = i64>) -> ArrayRef {
-    Arc::new(values.map(|v| if v == NULL_I64 { None } else { Some(v as u64) }).collect::<UInt64Array>())
+    let (values, nulls) = values_and_nulls(values.map(|v| (v != NULL_I64).then_some(v as u64)));
+    Arc::new(UInt64Array::new(values.into(), nulls))
+}
+
+pub fn nullable_f64s(values: impl Iterator<Item = Option<f64>>) -> ArrayRef {
+    let (values, nulls) = values_and_nulls(values);
+    Arc::new(Float64Array::new(values.into(), nulls))
 }
 
 pub fn text_list(rows: &[Vec<String>]) -> ArrayRef {

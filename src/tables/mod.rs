@@ -233,19 +233,13 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
     )
 }
 
-fn static_dict<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
-    Arc::new(values.collect::<DictionaryArray<arrow::datatypes::Int32Type>>())
-}
-
 fn ops_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let ops = &d.ops;
+    let local_strings: ArrayRef = Arc::new(StringArray::from_iter_values(d.strings.values.iter()));
     let local = |ids: &mut dyn Iterator<Item = u32>| -> ArrayRef {
-        let keys: Int32Array = ids.map(|id| (id != NO_STR).then_some(id as i32)).collect();
-        Arc::new(
-            DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, Arc::new(StringArray::from_iter_values(d.strings.values.iter())))
-                .expect("local string ids are in range"),
-        )
+        let keys = dict_keys(ids.map(|id| (id != NO_STR).then_some(id as i32)));
+        Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, local_strings.clone()).expect("local string ids are in range"))
     };
     let region_paths = local(&mut ops.iter().map(|o| o.region_path));
     let sources = local(&mut ops.iter().map(|o| o.source));
@@ -274,9 +268,9 @@ fn ops_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> 
             i64s(ops.iter().map(|o| o.dur_ps)),
             dict.encode(ops.iter().map(|o| o.shape)),
             sources,
-            Arc::new(ops.iter().map(|o| o.flops).collect::<Float64Array>()),
-            Arc::new(ops.iter().map(|o| o.bytes_accessed).collect::<Float64Array>()),
-            Arc::new(ops.iter().map(|o| Some(o.is_async)).collect::<BooleanArray>()),
+            nullable_f64s(ops.iter().map(|o| o.flops)),
+            nullable_f64s(ops.iter().map(|o| o.bytes_accessed)),
+            Arc::new(BooleanArray::from(ops.iter().map(|o| o.is_async).collect::<Vec<bool>>())),
         ],
     )
 }
@@ -340,7 +334,7 @@ fn collectives_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Recor
             i64s(rows.iter().map(|(o, _)| o.start_ns)),
             i64s(rows.iter().map(|(o, _)| o.dur_ns)),
             Arc::new(rows.iter().map(|(o, _)| o.shape_bytes).collect::<Int64Array>()),
-            Arc::new(rows.iter().map(|(o, _)| Some(o.is_async)).collect::<BooleanArray>()),
+            Arc::new(BooleanArray::from(rows.iter().map(|(o, _)| o.is_async).collect::<Vec<bool>>())),
             i64s(rows.iter().map(|(_, ov)| *ov)),
             i64s(rows.iter().map(|(o, ov)| o.dur_ns - ov)),
         ],
