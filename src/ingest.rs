@@ -107,6 +107,9 @@ impl PartSink for MemorySink {
         stage_done("  part strings", &mut clock);
         let part = self.deriver.part(capture, &ids);
         stage_done("  part derive", &mut clock);
+        // The part's events are summed up now (the `events` table is deferred): free them
+        // before the tables are built, which is when memory peaks.
+        capture.chunks = Vec::new();
         self.tables.append(tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?);
         stage_done("  part tables", &mut clock);
         Ok(())

@@ -97,25 +97,24 @@ impl Engine {
                 ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
                 continue;
             }
-            let mut batches = Vec::new();
-            for (tables, run_id) in runs {
-                for b in tables.get(t.name).unwrap_or(&[]) {
-                    let mut cols: Vec<ArrayRef> = b.columns().iter().take(full.fields().len() - 1).cloned().collect();
-                    cols.push(Arc::new(StringArray::from(vec![*run_id; b.num_rows()])));
-                    batches.push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
-                }
-            }
             // Scans run on every worker, over batches of the size DataFusion's operators expect
-            // (slices share the buffers).
+            // (slices share the buffers, and every slice of a run shares one run_id column).
             let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); workers.max(1)];
             let mut k = 0;
-            for b in batches {
-                let mut offset = 0;
-                while offset < b.num_rows() {
-                    let len = MEM_BATCH_ROWS.min(b.num_rows() - offset);
-                    partitions[k % workers.max(1)].push(b.slice(offset, len));
-                    k += 1;
-                    offset += len;
+            for (tables, run_id) in runs {
+                let batches = tables.get(t.name).unwrap_or(&[]);
+                let longest = batches.iter().map(|b| b.num_rows().min(MEM_BATCH_ROWS)).max().unwrap_or(0);
+                let run_ids: ArrayRef = Arc::new(StringArray::from(vec![*run_id; longest]));
+                for b in batches {
+                    let mut offset = 0;
+                    while offset < b.num_rows() {
+                        let len = MEM_BATCH_ROWS.min(b.num_rows() - offset);
+                        let mut cols: Vec<ArrayRef> = b.columns().iter().take(full.fields().len() - 1).map(|c| c.slice(offset, len)).collect();
+                        cols.push(run_ids.slice(0, len));
+                        partitions[k % workers.max(1)].push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
+                        k += 1;
+                        offset += len;
+                    }
                 }
             }
             let mem = MemTable::try_new(full, partitions).map_err(|e| QueryError(e.to_string()))?;

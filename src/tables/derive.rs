@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 
 /// One device-op execution (a row of the `ops` table, in pool ids).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Op {
     pub event_id: i64,
     pub chunk: u32,
@@ -572,44 +572,71 @@ impl Deriver {
         let first_new_device_step = self.device_steps.len();
         self.device_steps.extend(part_device_steps);
 
-        // Ops, a chunk per thread (chunks hold whole lines); strings made on each thread join
-        // the first chunk's.
+        // Ops, a chunk per thread (chunks hold whole lines): their events are found first, so
+        // that every thread fills its own slice of one vector; strings made on each thread then
+        // join the first chunk's.
         let hosts_with_device_ops = &self.hosts_with_device_ops;
-        let per_chunk: Vec<(Vec<Op>, LocalStrings)> = std::thread::scope(|s| {
+        let op_events: Vec<Vec<u32>> = std::thread::scope(|s| {
             let handles: Vec<_> = capture
                 .chunks
                 .iter()
+                .map(|chunk| {
+                    let roles = &roles;
+                    s.spawn(move || {
+                        (0..chunk.len())
+                            .filter(|&i| {
+                                let plane = &capture.planes[capture.lines[chunk.line[i] as usize].plane as usize];
+                                match plane.kind {
+                                    PlaneKind::Device => is_op_event(capture, roles, chunk, i),
+                                    PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !hosts_with_device_ops.contains(&plane.host),
+                                    PlaneKind::Other => false,
+                                }
+                            })
+                            .map(|i| i as u32)
+                            .collect()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("op finder panicked")).collect()
+        });
+        let mut ops: Vec<Op> = Vec::new();
+        ops.resize_with(op_events.iter().map(Vec::len).sum(), Op::default);
+        let per_chunk_strings: Vec<LocalStrings> = std::thread::scope(|s| {
+            let mut rest = &mut ops[..];
+            let handles: Vec<_> = capture
+                .chunks
+                .iter()
+                .zip(&op_events)
                 .enumerate()
-                .map(|(ci, chunk)| {
-                    let (roles, module_windows, base) = (&roles, &module_windows, chunk_base[ci]);
+                .map(|(ci, (chunk, events))| {
+                    let (slots, tail) = std::mem::take(&mut rest).split_at_mut(events.len());
+                    rest = tail;
+                    let (module_windows, base) = (&module_windows, chunk_base[ci]);
                     s.spawn(move || {
                         let mut caches = OpCaches::default();
-                        let mut ops = Vec::new();
-                        for i in 0..chunk.len() {
-                            let line = &capture.lines[chunk.line[i] as usize];
+                        for (slot, &i) in slots.iter_mut().zip(events) {
+                            let line = &capture.lines[chunk.line[i as usize] as usize];
                             let plane = &capture.planes[line.plane as usize];
-                            let is_op = match plane.kind {
-                                PlaneKind::Device => is_op_event(capture, roles, chunk, i),
-                                PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !hosts_with_device_ops.contains(&plane.host),
-                                PlaneKind::Other => false,
-                            };
-                            if is_op {
-                                ops.push(make_op(capture, pool_ids, &mut caches, chunk, ci, i, base, plane, line, module_windows));
-                            }
+                            *slot = make_op(capture, pool_ids, &mut caches, chunk, ci, i as usize, base, plane, line, module_windows);
                         }
-                        (ops, caches.strings)
+                        caches.strings
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("op deriver panicked")).collect()
         });
-        let mut strings = LocalStrings::default();
-        let mut ops = Vec::with_capacity(per_chunk.iter().map(|(o, _)| o.len()).sum());
-        for (chunk_ops, chunk_strings) in per_chunk {
+        let mut per_chunk_strings = per_chunk_strings.into_iter();
+        let mut strings = per_chunk_strings.next().unwrap_or_default();
+        let mut first = op_events.first().map_or(0, Vec::len);
+        for (chunk_strings, events) in per_chunk_strings.zip(op_events.iter().skip(1)) {
             let remap: Vec<u32> = chunk_strings.values.into_iter().map(|v| strings.intern(v)).collect();
             let local = |id: u32| if id == NO_STR { id } else { remap[id as usize] };
-            ops.extend(chunk_ops.into_iter().map(|op| Op { region_path: local(op.region_path), source: local(op.source), ..op }));
+            for op in &mut ops[first..first + events.len()] {
+                (op.region_path, op.source) = (local(op.region_path), local(op.source));
+            }
+            first += events.len();
         }
+        drop(op_events);
         for op in &ops {
             if let Err(k) = self.devices.binary_search(&op.device) {
                 self.devices.insert(k, op.device);
@@ -842,19 +869,19 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
 
 /// Every event of `capture` summed per (line, name, category, op category); `ops` are its ops.
 fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
-    let mut category: Vec<Vec<Option<&'static str>>> = capture.chunks.iter().map(|c| vec![None; c.len()]).collect();
-    for op in ops {
-        category[op.chunk as usize][op.index as usize] = Some(op.category);
-    }
+    // Ops are made in event order, so each event's op (if any) is found by walking them along.
+    debug_assert!(ops.windows(2).all(|w| (w[0].chunk, w[0].index) < (w[1].chunk, w[1].index)));
+    let mut ops = ops.iter().peekable();
     let mut totals: FxHashMap<(u32, u32, u32, Option<&'static str>), EventTotal> = FxHashMap::default();
-    for (chunk, op_category) in capture.chunks.iter().zip(&category) {
+    for (ci, chunk) in capture.chunks.iter().enumerate() {
         for i in 0..chunk.len() {
+            let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category);
             let (start, dur) = (chunk.start_ns[i], chunk.dur_ns[i]);
-            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category[i], op_category[i])).or_insert_with(|| EventTotal {
+            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category[i], op_category)).or_insert_with(|| EventTotal {
                 line_index: chunk.line[i],
                 name: chunk.name[i],
                 category: chunk.category[i],
-                op_category: op_category[i],
+                op_category,
                 count: 0,
                 dur_ns: 0,
                 self_ns: 0,
