@@ -77,28 +77,109 @@ pub struct Line {
     pub name: u32,
 }
 
+/// A value with a sentinel for null in the event columns.
+pub trait Nullable: Copy + PartialEq {
+    const NULL: Self;
+}
+impl Nullable for u32 {
+    const NULL: u32 = NO_STR;
+}
+impl Nullable for i64 {
+    const NULL: i64 = NULL_I64;
+}
+
+/// An event column that most events leave null (stats such as `hlo_op` or `step`): it holds
+/// nothing until an event sets a value, then one value per event. A capture's host threads
+/// are mostly TraceMe events without them, so most chunks never write those columns at all.
+#[derive(Debug, Clone)]
+pub struct SparseColumn<T> {
+    values: Vec<T>,
+}
+
+impl<T> Default for SparseColumn<T> {
+    fn default() -> Self {
+        SparseColumn { values: Vec::new() }
+    }
+}
+
+impl<T: Nullable> SparseColumn<T> {
+    #[inline]
+    pub fn get(&self, i: usize) -> T {
+        self.values.get(i).copied().unwrap_or(T::NULL)
+    }
+    /// Sets event `i` of a chunk holding `len` events.
+    #[inline]
+    pub fn set(&mut self, i: usize, len: usize, value: T) {
+        if self.values.is_empty() {
+            if value == T::NULL {
+                return;
+            }
+            self.values.resize(len, T::NULL);
+        }
+        self.values[i] = value;
+    }
+    /// Appends the value of a new event, the chunk holding `len` events before it.
+    #[inline]
+    pub fn push(&mut self, len: usize, value: T) {
+        if !self.values.is_empty() {
+            self.values.push(value);
+        } else if value != T::NULL {
+            self.values.resize(len, T::NULL);
+            self.values.push(value);
+        }
+    }
+    /// The values of events `0..len`.
+    pub fn iter(&self, len: usize) -> impl Iterator<Item = T> + '_ {
+        (0..len).map(|i| self.get(i))
+    }
+    /// The values set so far, one per event (empty while every event is null).
+    pub fn dense_mut(&mut self) -> &mut [T] {
+        &mut self.values
+    }
+    /// `pieces` one after another (`lens`: their event counts), each piece's column freed once copied.
+    fn concat(pieces: Vec<SparseColumn<T>>, lens: &[usize]) -> SparseColumn<T> {
+        if pieces.iter().all(|p| p.values.is_empty()) {
+            return SparseColumn::default();
+        }
+        let mut values = Vec::with_capacity(lens.iter().sum());
+        for (piece, &len) in pieces.into_iter().zip(lens) {
+            if piece.values.is_empty() {
+                values.resize(values.len() + len, T::NULL);
+            } else {
+                values.extend_from_slice(&piece.values);
+            }
+        }
+        SparseColumn { values }
+    }
+    fn permute(&mut self, order: &[u32]) {
+        if !self.values.is_empty() {
+            self.values = order.iter().map(|&i| self.values[i as usize]).collect();
+        }
+    }
+}
+
 /// Columnar events of one or more whole lines, each line sorted by (start, -dur).
 #[derive(Default, Debug)]
 pub struct EventChunk {
     pub line: Vec<u32>,
     pub name: Vec<u32>,
-    pub display_name: Vec<u32>,
-    pub category: Vec<u32>,
+    pub display_name: SparseColumn<u32>,
+    pub category: SparseColumn<u32>,
     pub start_ns: Vec<i64>,
     pub dur_ns: Vec<i64>,
     pub self_ns: Vec<i64>,
     pub depth: Vec<u32>,
     /// Index of the parent within this chunk, or NO_PARENT.
     pub parent: Vec<u32>,
-    pub hlo_op: Vec<u32>,
-    pub hlo_module: Vec<u32>,
-    pub tf_op: Vec<u32>,
-    pub program_id: Vec<i64>,
-    pub step: Vec<i64>,
-    pub correlation_id: Vec<i64>,
-    pub device_ordinal: Vec<i64>,
+    pub hlo_op: SparseColumn<u32>,
+    pub hlo_module: SparseColumn<u32>,
+    pub tf_op: SparseColumn<u32>,
+    pub program_id: SparseColumn<i64>,
+    pub step: SparseColumn<i64>,
+    pub correlation_id: SparseColumn<i64>,
+    pub device_ordinal: SparseColumn<i64>,
     /// `_src` stat: the C++ source file of the TraceMe (on nearly every CPU event).
-    pub src: Vec<u32>,
+    pub src: SparseColumn<u32>,
     /// args of event i are entries arg_offsets[i]..arg_offsets[i+1].
     pub arg_offsets: Vec<u32>,
     pub arg_key: Vec<u32>,
@@ -122,14 +203,10 @@ impl EventChunk {
 
     /// Room for `n` more events.
     pub fn reserve(&mut self, n: usize) {
-        for col in
-            [&mut self.line, &mut self.name, &mut self.display_name, &mut self.category, &mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.src]
-        {
-            col.reserve(n);
-        }
-        for col in [&mut self.start_ns, &mut self.dur_ns, &mut self.program_id, &mut self.step, &mut self.correlation_id, &mut self.device_ordinal] {
-            col.reserve(n);
-        }
+        self.line.reserve(n);
+        self.name.reserve(n);
+        self.start_ns.reserve(n);
+        self.dur_ns.reserve(n);
         self.arg_offsets.reserve(n);
     }
 
@@ -160,22 +237,26 @@ impl EventChunk {
             }
             out
         }
+        let lens: Vec<usize> = pieces.iter().map(EventChunk::len).collect();
+        fn sparse<T: Nullable>(pieces: &mut [EventChunk], lens: &[usize], col: fn(&mut EventChunk) -> &mut SparseColumn<T>) -> SparseColumn<T> {
+            SparseColumn::concat(pieces.iter_mut().map(|p| std::mem::take(col(p))).collect(), lens)
+        }
         let p = &mut pieces[..];
         EventChunk {
             line: column(p, |c| &mut c.line),
             name: column(p, |c| &mut c.name),
-            display_name: column(p, |c| &mut c.display_name),
-            category: column(p, |c| &mut c.category),
+            display_name: sparse(p, &lens, |c| &mut c.display_name),
+            category: sparse(p, &lens, |c| &mut c.category),
             start_ns: column(p, |c| &mut c.start_ns),
             dur_ns: column(p, |c| &mut c.dur_ns),
-            hlo_op: column(p, |c| &mut c.hlo_op),
-            hlo_module: column(p, |c| &mut c.hlo_module),
-            tf_op: column(p, |c| &mut c.tf_op),
-            program_id: column(p, |c| &mut c.program_id),
-            step: column(p, |c| &mut c.step),
-            correlation_id: column(p, |c| &mut c.correlation_id),
-            device_ordinal: column(p, |c| &mut c.device_ordinal),
-            src: column(p, |c| &mut c.src),
+            hlo_op: sparse(p, &lens, |c| &mut c.hlo_op),
+            hlo_module: sparse(p, &lens, |c| &mut c.hlo_module),
+            tf_op: sparse(p, &lens, |c| &mut c.tf_op),
+            program_id: sparse(p, &lens, |c| &mut c.program_id),
+            step: sparse(p, &lens, |c| &mut c.step),
+            correlation_id: sparse(p, &lens, |c| &mut c.correlation_id),
+            device_ordinal: sparse(p, &lens, |c| &mut c.device_ordinal),
+            src: sparse(p, &lens, |c| &mut c.src),
             arg_offsets: offsets(p, |c| &mut c.arg_offsets, |c| c.arg_key.len()),
             arg_key: column(p, |c| &mut c.arg_key),
             arg_value_offsets: offsets(p, |c| &mut c.arg_value_offsets, |c| c.arg_value_bytes.len()),
@@ -202,21 +283,20 @@ impl EventChunk {
     /// Appends an event with no stats yet (typed stats null, no args); returns its index.
     /// Stats are then set on the returned index and the event closed with `end_args`.
     pub fn push_event(&mut self, line: u32, name: u32, display_name: u32, category: u32, start_ns: i64, dur_ns: i64) -> usize {
+        let i = self.len();
         self.line.push(line);
         self.name.push(name);
-        self.display_name.push(display_name);
-        self.category.push(category);
+        self.display_name.push(i, display_name);
+        self.category.push(i, category);
         self.start_ns.push(start_ns);
         self.dur_ns.push(dur_ns);
-        self.hlo_op.push(NO_STR);
-        self.hlo_module.push(NO_STR);
-        self.tf_op.push(NO_STR);
-        self.program_id.push(NULL_I64);
-        self.step.push(NULL_I64);
-        self.correlation_id.push(NULL_I64);
-        self.device_ordinal.push(NULL_I64);
-        self.src.push(NO_STR);
-        self.len() - 1
+        for col in [&mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.src] {
+            col.push(i, NO_STR);
+        }
+        for col in [&mut self.program_id, &mut self.step, &mut self.correlation_id, &mut self.device_ordinal] {
+            col.push(i, NULL_I64);
+        }
+        i
     }
 
     /// Closes the args of the last pushed event.
@@ -241,14 +321,14 @@ impl EventChunk {
         }
         let remap: Vec<u32> = (0..self.local_strings.len() as u32).map(|i| pool.intern(self.local_strings.get(i).unwrap())).collect();
         for col in [
-            &mut self.name,
-            &mut self.display_name,
-            &mut self.category,
-            &mut self.hlo_op,
-            &mut self.hlo_module,
-            &mut self.tf_op,
-            &mut self.src,
-            &mut self.arg_key,
+            &mut self.name[..],
+            self.display_name.dense_mut(),
+            self.category.dense_mut(),
+            self.hlo_op.dense_mut(),
+            self.hlo_module.dense_mut(),
+            self.tf_op.dense_mut(),
+            self.src.dense_mut(),
+            &mut self.arg_key[..],
         ] {
             for id in col.iter_mut() {
                 if *id != NO_STR && *id & LOCAL_TAG != 0 {
@@ -326,18 +406,18 @@ impl EventChunk {
         }
         take(&mut self.line, order);
         take(&mut self.name, order);
-        take(&mut self.display_name, order);
-        take(&mut self.category, order);
+        self.display_name.permute(order);
+        self.category.permute(order);
         take(&mut self.start_ns, order);
         take(&mut self.dur_ns, order);
-        take(&mut self.hlo_op, order);
-        take(&mut self.hlo_module, order);
-        take(&mut self.tf_op, order);
-        take(&mut self.program_id, order);
-        take(&mut self.step, order);
-        take(&mut self.correlation_id, order);
-        take(&mut self.device_ordinal, order);
-        take(&mut self.src, order);
+        self.hlo_op.permute(order);
+        self.hlo_module.permute(order);
+        self.tf_op.permute(order);
+        self.program_id.permute(order);
+        self.step.permute(order);
+        self.correlation_id.permute(order);
+        self.device_ordinal.permute(order);
+        self.src.permute(order);
         let mut offsets = vec![0u32];
         let mut keys = Vec::with_capacity(self.arg_key.len());
         let mut value_offsets = vec![0u32];

@@ -819,13 +819,14 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
                     chunk.local(scratch)
                 }
             };
+            let len = chunk.len();
             let col = match info.role {
                 Role::HloOp => &mut chunk.hlo_op,
                 Role::HloModule => &mut chunk.hlo_module,
                 Role::Src => &mut chunk.src,
                 _ => &mut chunk.tf_op,
             };
-            col[i] = id;
+            col.set(i, len, id);
         }
         Role::ProgramId | Role::Step | Role::CorrelationId | Role::DeviceOrdinal => {
             let Some(v) = (match value {
@@ -834,13 +835,14 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
             }) else {
                 return;
             };
+            let len = chunk.len();
             let col = match info.role {
                 Role::ProgramId => &mut chunk.program_id,
                 Role::Step => &mut chunk.step,
                 Role::CorrelationId => &mut chunk.correlation_id,
                 _ => &mut chunk.device_ordinal,
             };
-            col[i] = v;
+            col.set(i, len, v);
         }
         Role::Skip => {}
         Role::Arg => {

@@ -403,11 +403,11 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     let modules_lines = LineRoles::of(capture).modules;
     for chunk in &capture.chunks {
         for i in 0..chunk.len() {
-            let o = chunk.device_ordinal[i];
+            let o = chunk.device_ordinal.get(i);
             if o != NULL_I64 && !ordinals.contains(&o) {
                 ordinals.push(o);
             }
-            let generic_tf_op = chunk.tf_op[i] != NO_STR && xla_module.contains(&Some(chunk.tf_op[i]));
+            let generic_tf_op = chunk.tf_op.get(i) != NO_STR && xla_module.contains(&Some(chunk.tf_op.get(i)));
             for j in chunk.args_of(i) {
                 let k = chunk.arg_key[j];
                 if k == ids.hlo_category || (k == ids.name && generic_tf_op) {
@@ -588,7 +588,7 @@ impl Deriver {
                                 let plane = &capture.planes[capture.lines[chunk.line[i] as usize].plane as usize];
                                 match plane.kind {
                                     PlaneKind::Device => is_op_event(capture, roles, chunk, i),
-                                    PlaneKind::Host => chunk.hlo_op[i] != NO_STR && !hosts_with_device_ops.contains(&plane.host),
+                                    PlaneKind::Host => chunk.hlo_op.get(i) != NO_STR && !hosts_with_device_ops.contains(&plane.host),
                                     PlaneKind::Other => false,
                                 }
                             })
@@ -877,10 +877,10 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
         for i in 0..chunk.len() {
             let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category);
             let (start, dur) = (chunk.start_ns[i], chunk.dur_ns[i]);
-            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category[i], op_category)).or_insert_with(|| EventTotal {
+            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category.get(i), op_category)).or_insert_with(|| EventTotal {
                 line_index: chunk.line[i],
                 name: chunk.name[i],
-                category: chunk.category[i],
+                category: chunk.category.get(i),
                 op_category,
                 count: 0,
                 dur_ns: 0,
@@ -952,7 +952,7 @@ impl LineRoles {
 }
 
 fn is_op_event(capture: &Capture, roles: &LineRoles, chunk: &EventChunk, i: usize) -> bool {
-    roles.device_op[chunk.line[i] as usize] && (chunk.category[i] == NO_STR || is_device_work_category(capture.str(chunk.category[i])))
+    roles.device_op[chunk.line[i] as usize] && (chunk.category.get(i) == NO_STR || is_device_work_category(capture.str(chunk.category.get(i))))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -969,8 +969,8 @@ fn make_op<'c>(
     module_windows: &HashMap<u32, Vec<(i64, i64, u32, i64)>>,
 ) -> Op {
     let start = chunk.start_ns[i];
-    let mut hlo_module = chunk.hlo_module[i];
-    let mut program_id = chunk.program_id[i];
+    let mut hlo_module = chunk.hlo_module.get(i);
+    let mut program_id = chunk.program_id.get(i);
     if hlo_module == NO_STR || program_id == NULL_I64 {
         if let Some(windows) = module_windows.get(&line.plane) {
             let k = windows.partition_point(|w| w.0 <= start);
@@ -990,11 +990,11 @@ fn make_op<'c>(
     // The first name the module's HLO knows wins: inside a GPU command buffer (CUDA graph) every
     // kernel's hlo_op is the buffer (`command_buffer_1`, absent from the HLO) while the kernel's
     // own name is its fusion's instruction name.
-    let names = [chunk.hlo_op[i], chunk.display_name[i], chunk.name[i]];
+    let names = [chunk.hlo_op.get(i), chunk.display_name.get(i), chunk.name[i]];
     let (hlo_op, instr) = *caches.instr.entry((program_id, hlo_module, names)).or_insert_with(|| {
         names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
             // Without HLO (trace JSON) the kernel still names its work better than its buffer.
-            let buffered = capture.str(chunk.hlo_op[i]).is_some_and(|h| h.starts_with("command_buffer")) && chunk.name[i] != NO_STR;
+            let buffered = capture.str(chunk.hlo_op.get(i)).is_some_and(|h| h.starts_with("command_buffer")) && chunk.name[i] != NO_STR;
             (if buffered { chunk.name[i] } else { names.into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR) }, None)
         })
     });
@@ -1017,7 +1017,7 @@ fn make_op<'c>(
     });
 
     // Scope path: tf_op (or the `name` stat when tf_op is the generic module), else HLO op_name.
-    let mut tf_op = chunk.tf_op[i];
+    let mut tf_op = chunk.tf_op.get(i);
     let mut generic_tf_op = false;
     if let Some(t) = capture.str(tf_op) {
         if t.trim().trim_end_matches(':') == "XlaModule" {
@@ -1049,7 +1049,7 @@ fn make_op<'c>(
     let device = if plane.kind == PlaneKind::Device {
         plane.device
     } else {
-        let ordinal = if chunk.device_ordinal[i] == NULL_I64 { 0 } else { chunk.device_ordinal[i] };
+        let ordinal = if chunk.device_ordinal.get(i) == NULL_I64 { 0 } else { chunk.device_ordinal.get(i) };
         *cpu_device.entry(ordinal).or_insert_with(|| capture.strings.lookup(&format!("CPU:{ordinal}")).unwrap_or(NO_STR))
     };
     let line_name = capture.str(line.name).unwrap_or("");
@@ -1111,16 +1111,19 @@ fn collect_steps(capture: &Capture, roles: &LineRoles) -> (Vec<Step>, Vec<Step>)
             let line = &capture.lines[chunk.line[i] as usize];
             let plane = &capture.planes[line.plane as usize];
             let (s, e) = (chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i]);
-            if plane.kind == PlaneKind::Host && chunk.step[i] != NULL_I64 && chunk.dur_ns[i] > 0 {
-                let key = (plane.host, chunk.step[i]);
+            if plane.kind == PlaneKind::Host && chunk.step.get(i) != NULL_I64 && chunk.dur_ns[i] > 0 {
+                let key = (plane.host, chunk.step.get(i));
                 let keep = host_steps.get(&key).is_none_or(|old| e - s > old.end_ns - old.start_ns);
                 if keep {
-                    host_steps.insert(key, new_step(plane.host, NO_STR, chunk.step[i], chunk.name[i], s, e, "step_annotation"));
+                    host_steps.insert(key, new_step(plane.host, NO_STR, chunk.step.get(i), chunk.name[i], s, e, "step_annotation"));
                 }
             } else if plane.kind == PlaneKind::Device && roles.steps[chunk.line[i] as usize] {
                 let seq = seq_by_line.entry(chunk.line[i]).or_insert(0);
-                let number =
-                    if chunk.step[i] != NULL_I64 { chunk.step[i] } else { capture.str(chunk.name[i]).and_then(|n| n.trim().parse().ok()).unwrap_or(*seq) };
+                let number = if chunk.step.get(i) != NULL_I64 {
+                    chunk.step.get(i)
+                } else {
+                    capture.str(chunk.name[i]).and_then(|n| n.trim().parse().ok()).unwrap_or(*seq)
+                };
                 *seq += 1;
                 device_steps.push(new_step(plane.host, plane.device, number, chunk.name[i], s, e, "device_steps_line"));
             }

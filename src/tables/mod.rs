@@ -182,12 +182,12 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
     let line = dict.encode(c.line.iter().map(|&l| lines[l as usize].name));
     let line_id = i64s(c.line.iter().map(|&l| lines[l as usize].line_id));
     let name = dict.encode(c.name.iter().copied());
-    let display_name = dict.encode(c.display_name.iter().copied());
-    let category = dict.encode(c.category.iter().copied());
+    let display_name = dict.encode(c.display_name.iter(n));
+    let category = dict.encode(c.category.iter(n));
     let parent = Arc::new(c.parent.iter().map(|&p| (p != NO_PARENT).then(|| base + p as i64)).collect::<Int64Array>());
-    let hlo_op = dict.encode(c.hlo_op.iter().copied());
-    let hlo_module = dict.encode(c.hlo_module.iter().copied());
-    let tf_op = dict.encode(c.tf_op.iter().copied());
+    let hlo_op = dict.encode(c.hlo_op.iter(n));
+    let hlo_module = dict.encode(c.hlo_module.iter(n));
+    let tf_op = dict.encode(c.tf_op.iter(n));
 
     // args: keys from the pool, values straight from the chunk's byte buffer.
     let mut keys = StringBuilder::with_capacity(c.arg_key.len(), c.arg_key.len() * 8);
@@ -222,12 +222,12 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
             parent,
             hlo_op,
             hlo_module,
-            nullable_u64s(c.program_id.iter().copied()),
+            nullable_u64s(c.program_id.iter(n)),
             tf_op,
-            nullable_i64s(c.step.iter().copied()),
-            nullable_i64s(c.correlation_id.iter().copied()),
-            nullable_i64s(c.device_ordinal.iter().copied()),
-            dict.encode(c.src.iter().copied()),
+            nullable_i64s(c.step.iter(n)),
+            nullable_i64s(c.correlation_id.iter(n)),
+            nullable_i64s(c.device_ordinal.iter(n)),
+            dict.encode(c.src.iter(n)),
             args,
         ],
     )
