@@ -688,6 +688,21 @@ fn write_value(v: StatValue, pool: &StringPool, out: &mut String) {
     }
 }
 
+/// `ps_to_ns(timestamp_ns × 1000 + offset_ps)` and the same of `+ dur_ps`, in i64 when nothing
+/// overflows (relative times of real captures), else in i128.
+#[inline]
+fn event_span_ns(timestamp_ns: i64, offset_ps: i64, dur_ps: i64) -> (i64, i64) {
+    let dur_ps = dur_ps.max(0);
+    let start_ps = timestamp_ns.checked_mul(1000).and_then(|t| t.checked_add(offset_ps));
+    match start_ps.and_then(|s| Some((s.checked_add(500)?, s.checked_add(dur_ps)?.checked_add(500)?))) {
+        Some((start, end)) => (start.div_euclid(1000), end.div_euclid(1000)),
+        None => {
+            let start_ps = timestamp_ns as i128 * 1000 + offset_ps as i128;
+            (ps_to_ns(start_ps), ps_to_ns(start_ps + dur_ps as i128))
+        }
+    }
+}
+
 fn ps_to_ns(ps: i128) -> i64 {
     let ns = (ps + 500).div_euclid(1000);
     ns.clamp(i64::MIN as i128 + 1, i64::MAX as i128) as i64
@@ -707,9 +722,7 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
             if aggregated {
                 continue;
             }
-            let start_ps = job.timestamp_ns as i128 * 1000 + offset_ps as i128;
-            let start = ps_to_ns(start_ps);
-            let end = ps_to_ns(start_ps + dur_ps.max(0) as i128);
+            let (start, end) = event_span_ns(job.timestamp_ns, offset_ps, dur_ps);
             let meta = ctx.events.get(meta_id);
             let i = chunk.push_event(job.line_index, meta.map_or(NO_STR, |m| m.name), meta.map_or(NO_STR, |m| m.display_name), NO_STR, start, end - start);
             seen.clear();
@@ -851,6 +864,21 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
             chunk.arg_key.push(info.name);
             chunk.arg_value_bytes.extend_from_slice(scratch.as_bytes());
             chunk.arg_value_offsets.push(chunk.arg_value_bytes.len() as u32);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_spans_round_like_the_wide_path() {
+        let cases =
+            [(0, 0, 0), (5, 499, 1), (5, 500, 499), (-3, -1501, 2500), (1 << 40, 123_456, 7_890), (i64::MAX / 1000, 999, i64::MAX), (i64::MIN / 999, -5, 3)];
+        for (t, off, dur) in cases {
+            let wide = t as i128 * 1000 + off as i128;
+            assert_eq!(event_span_ns(t, off, dur), (ps_to_ns(wide), ps_to_ns(wide + dur.max(0) as i128)), "{t} {off} {dur}");
         }
     }
 }
