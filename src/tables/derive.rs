@@ -358,17 +358,22 @@ fn parse_module_event(name: &str) -> (&str, Option<i64>) {
 /// Sorted, merged [start, end) intervals.
 fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     iv.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::with_capacity(iv.len());
-    for (s, e) in iv {
+    // Merged in place: the kept intervals never overtake the one being read.
+    let mut kept = 0;
+    for r in 0..iv.len() {
+        let (s, e) = iv[r];
         if e <= s {
             continue;
         }
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
+        if kept > 0 && s <= iv[kept - 1].1 {
+            iv[kept - 1].1 = iv[kept - 1].1.max(e);
+        } else {
+            iv[kept] = (s, e);
+            kept += 1;
         }
     }
-    out
+    iv.truncate(kept);
+    iv
 }
 
 /// Length of the part of [s, e) covered by merged intervals.
@@ -666,16 +671,17 @@ impl Deriver {
     /// line share a plane, so a part); host steps count this part's op starts, and the host's
     /// busy intervals grow by this part's ops (their coverage is taken at the end).
     fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize) {
+        // Per device; a host's activity is its devices' together (a union of their unions,
+        // a sum of their counts: every op has one device).
         let mut all: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
         let mut compute: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
         let mut starts: FxHashMap<(u32, u32), Vec<i64>> = FxHashMap::default();
         for op in ops.iter().filter(|o| !o.async_span) {
-            for key in [(op.host, NO_STR), (op.host, op.device)] {
-                all.entry(key).or_default().push((op.start_ns, op.end_ns()));
-                starts.entry(key).or_default().push(op.start_ns);
-                if op.collective_kind.is_none() {
-                    compute.entry(key).or_default().push((op.start_ns, op.end_ns()));
-                }
+            let key = (op.host, op.device);
+            all.entry(key).or_default().push((op.start_ns, op.end_ns()));
+            starts.entry(key).or_default().push(op.start_ns);
+            if op.collective_kind.is_none() {
+                compute.entry(key).or_default().push((op.start_ns, op.end_ns()));
             }
         }
         let all: FxHashMap<_, _> = all.into_iter().map(|(k, v)| (k, union(v))).collect();
@@ -683,22 +689,25 @@ impl Deriver {
         for v in starts.values_mut() {
             v.sort_unstable();
         }
-        let count = |key: (u32, u32), s: i64, e: i64| starts.get(&key).map_or(0, |v| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64);
+        let count = |v: &Vec<i64>, s: i64, e: i64| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64;
         for s in self.device_steps[first_new_device_step..].iter_mut() {
             let key = (s.host, s.device);
             s.busy_ns = all.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
             s.compute_ns = compute.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
-            s.op_count = count(key, s.start_ns, s.end_ns);
+            s.op_count = starts.get(&key).map_or(0, |v| count(v, s.start_ns, s.end_ns));
         }
         for s in self.host_steps.values_mut() {
-            s.op_count += count((s.host, NO_STR), s.start_ns, s.end_ns);
+            s.op_count += starts.iter().filter(|((host, _), _)| *host == s.host).map(|(_, v)| count(v, s.start_ns, s.end_ns)).sum::<i64>();
         }
-        for ((host, device), merged) in all {
-            if device != NO_STR {
-                continue;
-            }
+        let of_host = |unions: &FxHashMap<(u32, u32), Vec<(i64, i64)>>, host: u32| -> Vec<(i64, i64)> {
+            union(unions.iter().filter(|((h, _), _)| *h == host).flat_map(|(_, v)| v.iter().copied()).collect())
+        };
+        let mut hosts: Vec<u32> = all.keys().map(|(host, _)| *host).collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        for host in hosts {
+            let (merged, computed) = (of_host(&all, host), of_host(&compute, host));
             let slot = self.host_busy.entry(host).or_default();
-            let computed = compute.get(&(host, NO_STR)).cloned().unwrap_or_default();
             slot.0 = merge_unions(std::mem::take(&mut slot.0), merged);
             slot.1 = merge_unions(std::mem::take(&mut slot.1), computed);
         }
