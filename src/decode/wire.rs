@@ -173,8 +173,7 @@ pub fn leading_field1_varint(buf: &[u8]) -> Option<u64> {
     if buf.first() != Some(&0x08) {
         return None;
     }
-    let mut f = Fields::new(&buf[1..]);
-    f.varint().ok()
+    varint_at(buf, &mut 1)
 }
 
 /// Reads a packed or unpacked repeated varint field value into `out`.

@@ -804,21 +804,6 @@ pub fn canonical_name(name: &str) -> &str {
     }
 }
 
-/// Ops that only set up data (the reference's marker set): a gap before them is attributed
-/// to the op they feed.
-pub fn is_setup_op(name: &str) -> bool {
-    let c = canonical_name(name).to_ascii_lowercase();
-    matches!(c.as_str(), "iota" | "constant" | "bitcast" | "get-tuple-element" | "parameter" | "tuple" | "after-all")
-        || c.starts_with("copy-start")
-        || c.starts_with("copy-done")
-}
-
-/// Lookahead for the payload of a setup marker (reference §3.8).
-pub const GAP_LOOKAHEAD: usize = 8;
-
-/// Pre-op gaps per device-op line (reference §3.8): ops ordered by (start, end); a gap is a
-/// start after the running maximum end; a setup marker is resolved to the first non-setup
-/// op within 8 that starts before the chain of ops after the marker goes idle again.
 /// The collective ops, each with the time the same device computed while it ran.
 fn collectives_of(ops: &[Op]) -> Vec<Collective> {
     if ops.iter().all(|op| op.collective_kind.is_none()) {
@@ -841,6 +826,21 @@ fn collectives_of(ops: &[Op]) -> Vec<Collective> {
     collectives
 }
 
+/// Ops that only set up data (the reference's marker set): a gap before them is attributed
+/// to the op they feed.
+pub fn is_setup_op(name: &str) -> bool {
+    let c = canonical_name(name).to_ascii_lowercase();
+    matches!(c.as_str(), "iota" | "constant" | "bitcast" | "get-tuple-element" | "parameter" | "tuple" | "after-all")
+        || c.starts_with("copy-start")
+        || c.starts_with("copy-done")
+}
+
+/// Lookahead for the payload of a setup marker (reference §3.8).
+pub const GAP_LOOKAHEAD: usize = 8;
+
+/// Pre-op gaps per device-op line (reference §3.8): ops ordered by (start, end); a gap is a
+/// start after the running maximum end; a setup marker is resolved to the first non-setup
+/// op within 8 that starts before the chain of ops after the marker goes idle again.
 fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
     let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (k, op) in ops.iter().enumerate() {
