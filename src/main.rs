@@ -27,7 +27,7 @@ fn purge_freed_memory_at_once() {
 }
 
 use profq::compare::{self, bundle, track, track::Thresholds, CompareOptions};
-use profq::engine::{queries, Engine};
+use profq::engine::{queries, Engine, Spread};
 use profq::ingest::{self, IngestError, IngestOptions, Outcome};
 use profq::render::{self, Format};
 use profq::source::{self, SourceError};
@@ -326,7 +326,7 @@ async fn summary_of(src: &SourceArgs, summary_file: Option<&std::path::Path>, op
         }
         return Ok((doc, None));
     }
-    let opened = source::open(&src.source()?).await.map_err(source_failure)?;
+    let opened = source::open(&src.source()?, Spread::Narrow).await.map_err(source_failure)?;
     let doc = summary::summarize(&opened.engine, &opened.run_id, &opened.source_path, opts).await.map_err(|e| fail(4, e))?;
     Ok((doc, Some(opened.run_id)))
 }
@@ -464,7 +464,7 @@ fn main() -> ExitCode {
                         Ok(s) => s,
                         Err(code) => return code,
                     };
-                    let opened = match source::open(&src).await {
+                    let opened = match source::open(&src, Spread::Wide).await {
                         Ok(o) => o,
                         Err(e) => return source_failure(e),
                     };
@@ -490,7 +490,7 @@ fn main() -> ExitCode {
             };
             let opts = SummaryOptions { warmup_steps, hot_op_limit, breakdown_mode };
             runtime().block_on(async {
-                let opened = match source::open(&source).await {
+                let opened = match source::open(&source, Spread::Narrow).await {
                     Ok(o) => o,
                     Err(e) => return source_failure(e),
                 };

@@ -107,23 +107,26 @@ impl<T: Nullable> SparseColumn<T> {
     pub fn get(&self, i: usize) -> T {
         self.values.get(i).copied().unwrap_or(T::NULL)
     }
-    /// Sets event `i` of a chunk holding `len` events.
+    /// Sets event `i` of a chunk holding `len` events and expecting `capacity` in all.
     #[inline]
-    pub fn set(&mut self, i: usize, len: usize, value: T) {
+    pub fn set(&mut self, i: usize, len: usize, capacity: usize, value: T) {
         if self.values.is_empty() {
             if value == T::NULL {
                 return;
             }
+            self.values.reserve_exact(capacity.max(len));
             self.values.resize(len, T::NULL);
         }
         self.values[i] = value;
     }
-    /// Appends the value of a new event, the chunk holding `len` events before it.
+    /// Appends the value of a new event, the chunk holding `len` events before it and
+    /// expecting `capacity` in all (room for them is made once, when the column fills in).
     #[inline]
-    pub fn push(&mut self, len: usize, value: T) {
+    pub fn push(&mut self, len: usize, capacity: usize, value: T) {
         if !self.values.is_empty() {
             self.values.push(value);
         } else if value != T::NULL {
+            self.values.reserve_exact(capacity.max(len + 1));
             self.values.resize(len, T::NULL);
             self.values.push(value);
         }
@@ -199,6 +202,11 @@ impl EventChunk {
         let mut c = EventChunk::new();
         c.reserve(n);
         c
+    }
+
+    /// How many events the chunk has room for (what a sparse column reserves when it fills in).
+    pub fn capacity(&self) -> usize {
+        self.line.capacity()
     }
 
     /// Room for `n` more events.
@@ -284,17 +292,18 @@ impl EventChunk {
     /// Stats are then set on the returned index and the event closed with `end_args`.
     pub fn push_event(&mut self, line: u32, name: u32, display_name: u32, category: u32, start_ns: i64, dur_ns: i64) -> usize {
         let i = self.len();
+        let capacity = self.capacity();
         self.line.push(line);
         self.name.push(name);
-        self.display_name.push(i, display_name);
-        self.category.push(i, category);
+        self.display_name.push(i, capacity, display_name);
+        self.category.push(i, capacity, category);
         self.start_ns.push(start_ns);
         self.dur_ns.push(dur_ns);
         for col in [&mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.src] {
-            col.push(i, NO_STR);
+            col.push(i, capacity, NO_STR);
         }
         for col in [&mut self.program_id, &mut self.step, &mut self.correlation_id, &mut self.device_ordinal] {
-            col.push(i, NULL_I64);
+            col.push(i, capacity, NULL_I64);
         }
         i
     }

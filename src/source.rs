@@ -1,6 +1,6 @@
 //! Where an analysis reads a run from: a run in a store, or an INPUT decoded in memory.
 
-use crate::engine::{Engine, QueryError};
+use crate::engine::{Engine, QueryError, Spread};
 use crate::ingest::{self, IngestError};
 use std::path::{Path, PathBuf};
 
@@ -41,7 +41,8 @@ pub struct Opened {
 /// The run id an in-memory INPUT gets.
 pub const INPUT_RUN_ID: &str = "input";
 
-pub async fn open(source: &Source) -> Result<Opened, SourceError> {
+/// Opens a source for queries spread as `spread` says (see [`Spread`]).
+pub async fn open(source: &Source, spread: Spread) -> Result<Opened, SourceError> {
     match source {
         Source::Run { store, run_id } => {
             if !crate::store::Store::open(store).run_exists(run_id) {
@@ -52,7 +53,7 @@ pub async fn open(source: &Source) -> Result<Opened, SourceError> {
                     if known.is_empty() { "none".to_string() } else { known.join(", ") }
                 )));
             }
-            let engine = Engine::open(store).await.map_err(SourceError::Query)?;
+            let engine = Engine::open_with(store, spread).await.map_err(SourceError::Query)?;
             let sql = format!("SELECT source_path FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"));
             let batches = engine.sql(&sql).await.map_err(SourceError::Query)?;
             let source_path = batches
@@ -65,7 +66,7 @@ pub async fn open(source: &Source) -> Result<Opened, SourceError> {
         Source::Input(path) => {
             let tables = ingest::load_tables(path, INPUT_RUN_ID, &[]).map_err(SourceError::Ingest)?;
             let mut clock = std::time::Instant::now();
-            let engine = Engine::from_tables(&tables, INPUT_RUN_ID).map_err(SourceError::Query)?;
+            let engine = Engine::from_tables(&tables, INPUT_RUN_ID, spread).map_err(SourceError::Query)?;
             crate::timing::stage_done("engine", &mut clock);
             Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string() })
         }

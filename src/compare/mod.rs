@@ -6,7 +6,7 @@ pub mod bundle;
 pub mod stats;
 pub mod track;
 
-use crate::engine::{Engine, QueryError};
+use crate::engine::{Engine, QueryError, Spread};
 use crate::source::SourceError;
 use crate::summary::{self, Analyst, SummaryOptions};
 use crate::tables::RunTables;
@@ -45,7 +45,7 @@ pub async fn load_side(spec: &str, store: &Path) -> Result<Side, SourceError> {
     if !st.run_exists(spec) {
         return Err(SourceError::NoRun(format!("{spec:?} is neither a file nor a run in {} (runs: {})", store.display(), st.run_ids().join(", "))));
     }
-    let opened = crate::source::open(&crate::source::Source::Run { store: store.to_path_buf(), run_id: spec.to_string() }).await?;
+    let opened = crate::source::open(&crate::source::Source::Run { store: store.to_path_buf(), run_id: spec.to_string() }, Spread::Wide).await?;
     let tables = opened.engine.run_tables(spec).await.map_err(SourceError::Query)?;
     Ok(Side::Tables { tables, source_path: opened.source_path, run_id: Some(spec.to_string()) })
 }
@@ -255,7 +255,7 @@ pub async fn compare(before: Side, after: Side, opts: &CompareOptions) -> Result
 pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOptions) -> Result<(Value, Value, Value), QueryError> {
     match (before, after) {
         (Side::Tables { tables: tb, source_path: pb, run_id: rb }, Side::Tables { tables: ta, source_path: pa, run_id: ra }) => {
-            let engine = Engine::from_runs(&[(&tb, "before"), (&ta, "after")])?;
+            let engine = Engine::from_runs(&[(&tb, "before"), (&ta, "after")], Spread::Narrow)?;
             let mut sb = summary::summarize(&engine, "before", &pb, &opts.summary).await?;
             let mut sa = summary::summarize(&engine, "after", &pa, &opts.summary).await?;
             sb["run_metadata"]["run_id"] = json!(rb);
@@ -325,7 +325,7 @@ async fn side_summary(side: Side, opts: &CompareOptions) -> Result<Value, QueryE
     match side {
         Side::Summary { doc } => Ok(doc),
         Side::Tables { tables, source_path, run_id } => {
-            let engine = Engine::from_tables(&tables, "side")?;
+            let engine = Engine::from_tables(&tables, "side", Spread::Narrow)?;
             let mut doc = summary::summarize(&engine, "side", &source_path, &opts.summary).await?;
             doc["run_metadata"]["run_id"] = json!(run_id);
             Ok(doc)

@@ -83,13 +83,34 @@ impl<'a> Fields<'a> {
         WireError { offset: self.base + self.pos, what }
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, WireError> {
-        // Tags, small ids and short lengths: one byte, by far the common case.
+        // Tags, small ids and short lengths: one byte, by far the common case, read inline
+        // wherever a varint is read; longer ones take the call.
         if let Some(&byte) = self.buf.get(self.pos) {
             if byte < 0x80 {
                 self.pos += 1;
                 return Ok(byte as u64);
+            }
+        }
+        self.long_varint()
+    }
+
+    #[inline(never)]
+    fn long_varint(&mut self) -> Result<u64, WireError> {
+        // Times in picoseconds and ids are 2 to 8 bytes long: with 8 bytes at hand, the end
+        // is found and the 7-bit groups are packed without a loop.
+        if let Some(word) = self.buf.get(self.pos..self.pos + 8) {
+            let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            let ends = !word & 0x8080_8080_8080_8080;
+            if ends != 0 {
+                let len = ends.trailing_zeros() as usize / 8 + 1;
+                let mut x = (word & (u64::MAX >> (64 - 8 * len))) & 0x7f7f_7f7f_7f7f_7f7f;
+                x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
+                x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
+                x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
+                self.pos += len;
+                return Ok(x);
             }
         }
         let mut result: u64 = 0;
@@ -215,6 +236,24 @@ mod tests {
         let buf = [0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40];
         let err = Fields::new(&buf).next_field().unwrap_err();
         assert!(err.what.contains("length prefix"), "{err}");
+    }
+
+    #[test]
+    fn varints_of_every_length_read_back_with_and_without_bytes_after_them() {
+        let mut values: Vec<u64> = (0..64).flat_map(|b| [1u64 << b, (1u64 << b) - 1, (1u64 << b) | 0x55]).collect();
+        values.extend([u64::MAX, 123_456_789_012, (-5i64) as u64]);
+        for v in values {
+            let mut encoded = Vec::new();
+            prost::encoding::encode_varint(v, &mut encoded);
+            for padding in [0, 3, 9] {
+                let mut buf = encoded.clone();
+                buf.extend(std::iter::repeat_n(0xffu8, padding));
+                let mut pos = 0;
+                assert_eq!(varint_at(&buf, &mut pos), Some(v), "{v} + {padding} bytes");
+                assert_eq!(pos, encoded.len());
+            }
+            assert_eq!(varint_at(&encoded[..encoded.len() - 1], &mut 0), None, "{v} truncated");
+        }
     }
 
     #[test]

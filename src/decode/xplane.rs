@@ -413,7 +413,11 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
 
         // Lines: header now, events later in parallel.
         for (line_bytes, off) in line_slices {
-            let mut evs = Vec::new();
+            // Counted first: a CPU line can hold most of a file's events, and growing their
+            // list by doubling would copy it and fault in fresh pages several times.
+            let mut count = 0;
+            read_line(line_bytes, off, |_| count += 1)?;
+            let mut evs = Vec::with_capacity(count);
             let header = read_line(line_bytes, off, |event| evs.push(event))?;
             let chosen = header.display();
             let line_name = if chosen.is_empty() { format!("xline:{}", capture.lines.len()) } else { String::from_utf8_lossy(chosen).into_owned() };
@@ -617,6 +621,14 @@ fn read_stat<'a>(bytes: &'a [u8], off: usize, stats: &IdMap<StatInfo>) -> Result
 /// value) becomes the pool id `ref_name` gives for it.
 #[inline]
 fn stat_id_and_value<'a>(bytes: &'a [u8], off: usize, ref_name: impl Fn(i64) -> u32) -> Result<(i64, StatValue<'a>)> {
+    match usual_stat(bytes, &ref_name) {
+        Some(stat) => Ok(stat),
+        None => stat_fields(bytes, off, ref_name),
+    }
+}
+
+/// [`stat_id_and_value`] for any layout, field by field.
+fn stat_fields<'a>(bytes: &'a [u8], off: usize, ref_name: impl Fn(i64) -> u32) -> Result<(i64, StatValue<'a>)> {
     let mut f = Fields::with_base(bytes, off);
     let mut id = 0i64;
     let mut value = StatValue::Int(0);
@@ -639,6 +651,41 @@ fn stat_id_and_value<'a>(bytes: &'a [u8], off: usize, ref_name: impl Fn(i64) -> 
         };
     }
     Ok((id, value))
+}
+
+/// An XStat written the usual way (the metadata id first, then one value, each behind a
+/// one-byte key), read without the general field loop: stats are read millions of times a
+/// file. None for any other layout, which [`stat_id_and_value`] then reads field by field.
+#[inline]
+fn usual_stat<'a>(b: &'a [u8], ref_name: &impl Fn(i64) -> u32) -> Option<(i64, StatValue<'a>)> {
+    if b.first() != Some(&0x08) {
+        return None;
+    }
+    let mut pos = 1;
+    let id = varint_at(b, &mut pos)? as i64;
+    let key = *b.get(pos)?;
+    pos += 1;
+    let value = match key {
+        0x11 => {
+            let bits = b.get(pos..pos + 8)?;
+            pos += 8;
+            StatValue::Double(f64::from_le_bytes(bits.try_into().ok()?))
+        }
+        0x18 => StatValue::UInt(varint_at(b, &mut pos)?),
+        0x20 => StatValue::Int(varint_at(b, &mut pos)? as i64),
+        0x38 => StatValue::Pooled(ref_name(varint_at(b, &mut pos)? as i64)),
+        0x2a | 0x32 => {
+            let n = usize::try_from(varint_at(b, &mut pos)?).ok().filter(|&n| n <= b.len() - pos)?;
+            let bytes = &b[pos..pos + n];
+            pos += n;
+            match (key, std::str::from_utf8(bytes)) {
+                (0x2a, Ok(s)) => StatValue::Str(s),
+                _ => StatValue::Bytes(bytes),
+            }
+        }
+        _ => return None,
+    };
+    (pos == b.len()).then_some((id, value))
 }
 
 fn value_i64(v: StatValue) -> Option<i64> {
@@ -715,9 +762,11 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
     let mut seen: Vec<u32> = Vec::new();
     {
         let ctx = &ctxs[job.plane];
+        // Filled anew by every event (only its first `nstats` entries are read).
+        let mut stat_slices: [(&[u8], usize); 16] = [(&[], 0); 16];
+        let mut extra_stats: Vec<(&[u8], usize)> = Vec::new();
         for ev in &job.events[range] {
-            let mut stat_slices: [(&[u8], usize); 16] = [(&[], 0); 16];
-            let mut extra_stats: Vec<(&[u8], usize)> = Vec::new();
+            extra_stats.clear();
             let (EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats) = read_event(ev, job.base, &mut stat_slices, &mut extra_stats)?;
             if aggregated {
                 continue;
@@ -832,14 +881,14 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
                     chunk.local(scratch)
                 }
             };
-            let len = chunk.len();
+            let (len, capacity) = (chunk.len(), chunk.capacity());
             let col = match info.role {
                 Role::HloOp => &mut chunk.hlo_op,
                 Role::HloModule => &mut chunk.hlo_module,
                 Role::Src => &mut chunk.src,
                 _ => &mut chunk.tf_op,
             };
-            col.set(i, len, id);
+            col.set(i, len, capacity, id);
         }
         Role::ProgramId | Role::Step | Role::CorrelationId | Role::DeviceOrdinal => {
             let Some(v) = (match value {
@@ -848,14 +897,14 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
             }) else {
                 return;
             };
-            let len = chunk.len();
+            let (len, capacity) = (chunk.len(), chunk.capacity());
             let col = match info.role {
                 Role::ProgramId => &mut chunk.program_id,
                 Role::Step => &mut chunk.step,
                 Role::CorrelationId => &mut chunk.correlation_id,
                 _ => &mut chunk.device_ordinal,
             };
-            col.set(i, len, v);
+            col.set(i, len, capacity, v);
         }
         Role::Skip => {}
         Role::Arg => {
@@ -871,6 +920,54 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prost::Message;
+
+    /// XStat as in proto/xplane.proto (the oneof as optional fields).
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Stat {
+        #[prost(int64, tag = "1")]
+        metadata_id: i64,
+        #[prost(double, optional, tag = "2")]
+        double_value: Option<f64>,
+        #[prost(uint64, optional, tag = "3")]
+        uint64_value: Option<u64>,
+        #[prost(int64, optional, tag = "4")]
+        int64_value: Option<i64>,
+        #[prost(string, optional, tag = "5")]
+        str_value: Option<String>,
+        #[prost(bytes = "vec", optional, tag = "6")]
+        bytes_value: Option<Vec<u8>>,
+        #[prost(uint64, optional, tag = "7")]
+        ref_value: Option<u64>,
+    }
+
+    #[test]
+    fn usual_stats_read_like_the_field_loop() {
+        let s = |id| Stat { metadata_id: id, ..Default::default() };
+        let mut encodings: Vec<Vec<u8>> = [
+            Stat { double_value: Some(-2.5), ..s(3) },
+            Stat { uint64_value: Some(u64::MAX), ..s(300) },
+            Stat { int64_value: Some(-7), ..s(1 << 40) },
+            Stat { str_value: Some("fusion.12".into()), ..s(9) },
+            Stat { str_value: Some(String::new()), ..s(9) },
+            Stat { bytes_value: Some(vec![0xff, 0, 1]), ..s(2) },
+            Stat { ref_value: Some(5), ..s(4) },
+            Stat { int64_value: Some(1), ..s(0) },
+            s(6),
+        ]
+        .iter()
+        .map(|m| m.encode_to_vec())
+        .collect();
+        // A str_value that is not UTF-8, two values (the last wins), and a value before the id.
+        encodings.extend([vec![0x08, 1, 0x2a, 2, 0xc3, 0x28], vec![0x08, 1, 0x20, 5, 0x20, 6], vec![0x20, 5, 0x08, 1]]);
+        let ref_name = |id: i64| id as u32 + 1000;
+        for bytes in &encodings {
+            for end in 0..=bytes.len() {
+                let b = &bytes[..end];
+                assert_eq!(format!("{:?}", stat_id_and_value(b, 0, ref_name)), format!("{:?}", stat_fields(b, 0, ref_name)), "{b:?}");
+            }
+        }
+    }
 
     #[test]
     fn event_spans_round_like_the_wide_path() {

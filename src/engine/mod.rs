@@ -45,10 +45,33 @@ pub fn table_schema(t: &schema::Table) -> datafusion::arrow::datatypes::SchemaRe
     Arc::new(datafusion::arrow::datatypes::Schema::new(fields))
 }
 
+/// How an engine spreads its queries over the cores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spread {
+    /// Each query runs on every core: one query at a time (`profq run`, `profq sql`).
+    Wide,
+    /// Each query runs in one partition, for callers that run many independent queries at
+    /// once (a summary runs about twenty): those fill the cores, and splitting each query
+    /// would only add planning and repartitioning work.
+    Narrow,
+}
+
+impl Spread {
+    fn partitions(self) -> usize {
+        match self {
+            Spread::Wide => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            Spread::Narrow => 1,
+        }
+    }
+}
+
 impl Engine {
     pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
-        let config =
-            SessionConfig::new().with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).with_information_schema(true);
+        Engine::open_with(store_root, Spread::Wide).await
+    }
+
+    pub async fn open_with(store_root: &Path, spread: Spread) -> Result<Engine, QueryError> {
+        let config = SessionConfig::new().with_target_partitions(spread.partitions()).with_information_schema(true);
         let ctx = SessionContext::new_with_config(config);
         for t in schema::TABLES {
             let dir = store_root.join(t.name);
@@ -71,15 +94,15 @@ impl Engine {
     }
 
     /// An engine over one run held in memory (summaries of an INPUT without a store).
-    pub fn from_tables(tables: &RunTables, run_id: &str) -> Result<Engine, QueryError> {
-        Engine::from_runs(&[(tables, run_id)])
+    pub fn from_tables(tables: &RunTables, run_id: &str, spread: Spread) -> Result<Engine, QueryError> {
+        Engine::from_runs(&[(tables, run_id)], spread)
     }
 
     /// An engine over several runs held in memory, each under its run id.
-    pub fn from_runs(runs: &[(&RunTables, &str)]) -> Result<Engine, QueryError> {
+    pub fn from_runs(runs: &[(&RunTables, &str)], spread: Spread) -> Result<Engine, QueryError> {
         use datafusion::arrow::array::{ArrayRef, StringArray};
-        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(workers));
+        let partitions = spread.partitions();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
         for t in schema::TABLES {
             let full = table_schema(t);
             if t.name == "events" && runs.iter().any(|(tables, _)| tables.deferred_events.is_some()) {
@@ -93,13 +116,13 @@ impl Engine {
                         (run_id.to_string(), batches)
                     })
                     .collect();
-                let table = deferred::DeferredTable::new(full, sources, workers, MEM_BATCH_ROWS);
+                let table = deferred::DeferredTable::new(full, sources, partitions, MEM_BATCH_ROWS);
                 ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
                 continue;
             }
             // Scans run on every worker, over batches of the size DataFusion's operators expect
             // (slices share the buffers, and every slice of a run shares one run_id column).
-            let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); workers.max(1)];
+            let mut by_partition: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions];
             let mut k = 0;
             for (tables, run_id) in runs {
                 let batches = tables.get(t.name).unwrap_or(&[]);
@@ -111,13 +134,13 @@ impl Engine {
                         let len = MEM_BATCH_ROWS.min(b.num_rows() - offset);
                         let mut cols: Vec<ArrayRef> = b.columns().iter().take(full.fields().len() - 1).map(|c| c.slice(offset, len)).collect();
                         cols.push(run_ids.slice(0, len));
-                        partitions[k % workers.max(1)].push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
+                        by_partition[k % partitions].push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
                         k += 1;
                         offset += len;
                     }
                 }
             }
-            let mem = MemTable::try_new(full, partitions).map_err(|e| QueryError(e.to_string()))?;
+            let mem = MemTable::try_new(full, by_partition).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
         Ok(Engine { ctx })

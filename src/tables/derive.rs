@@ -357,7 +357,8 @@ fn parse_module_event(name: &str) -> (&str, Option<i64>) {
 
 /// Sorted, merged [start, end) intervals.
 fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
-    iv.sort_unstable();
+    // Stable sort: the intervals come as a few sorted runs (one per line), which it merges.
+    iv.sort();
     // Merged in place: the kept intervals never overtake the one being read.
     let mut kept = 0;
     for r in 0..iv.len() {
@@ -881,12 +882,22 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     // Ops are made in event order, so each event's op (if any) is found by walking them along.
     debug_assert!(ops.windows(2).all(|w| (w[0].chunk, w[0].index) < (w[1].chunk, w[1].index)));
     let mut ops = ops.iter().peekable();
-    let mut totals: FxHashMap<(u32, u32, u32, Option<&'static str>), EventTotal> = FxHashMap::default();
+    // Keyed by the op category's position in `op_categories` (0: not an op), not its text:
+    // this map is updated once per event, and integer keys hash and compare fastest.
+    let mut op_categories: Vec<&'static str> = Vec::new();
+    let mut totals: FxHashMap<(u32, u32, u32, u32), EventTotal> = FxHashMap::default();
     for (ci, chunk) in capture.chunks.iter().enumerate() {
         for i in 0..chunk.len() {
             let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category);
+            let op_category_key = op_category.map_or(0, |c| match op_categories.iter().position(|k| *k == c) {
+                Some(k) => k as u32 + 1,
+                None => {
+                    op_categories.push(c);
+                    op_categories.len() as u32
+                }
+            });
             let (start, dur) = (chunk.start_ns[i], chunk.dur_ns[i]);
-            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category.get(i), op_category)).or_insert_with(|| EventTotal {
+            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category.get(i), op_category_key)).or_insert_with(|| EventTotal {
                 line_index: chunk.line[i],
                 name: chunk.name[i],
                 category: chunk.category.get(i),
