@@ -98,21 +98,6 @@ impl<'a> Fields<'a> {
 
     #[inline(never)]
     fn long_varint(&mut self) -> Result<u64, WireError> {
-        // Times in picoseconds and ids are 2 to 8 bytes long: with 8 bytes at hand, the end
-        // is found and the 7-bit groups are packed without a loop.
-        if let Some(word) = self.buf.get(self.pos..self.pos + 8) {
-            let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-            let ends = !word & 0x8080_8080_8080_8080;
-            if ends != 0 {
-                let len = ends.trailing_zeros() as usize / 8 + 1;
-                let mut x = (word & (u64::MAX >> (64 - 8 * len))) & 0x7f7f_7f7f_7f7f_7f7f;
-                x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
-                x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
-                x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
-                self.pos += len;
-                return Ok(x);
-            }
-        }
         let mut result: u64 = 0;
         let mut shift = 0u32;
         loop {
