@@ -128,7 +128,7 @@ impl Engine {
                 ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
                 continue;
             }
-            // Scans run on every worker, over batches of the size DataFusion's operators expect
+            // Batches are dealt to the partitions, at the size DataFusion's operators expect
             // (slices share the buffers, and every slice of a run shares one run_id column).
             let mut by_partition: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions];
             let mut k = 0;
