@@ -23,12 +23,9 @@ sh AS (
          CASE WHEN sum(dur_ns) > 0 THEN CAST(sum(busy_ns) AS DOUBLE) / sum(dur_ns) END AS busy_share
   FROM s GROUP BY host
 ),
--- Devices are counted over (host, device) groups: count(DISTINCT) of a dictionary column
--- would turn every op's device into a hashed scalar.
 oh AS (
-  SELECT CAST(host AS VARCHAR) AS host, sum(n) AS ops, sum(self_ns) AS op_self_ns, count(device) AS devices
-  FROM (SELECT host, device, count(*) AS n, sum(self_ns) AS self_ns FROM ops WHERE run_id = {{run_id}} GROUP BY host, device) d
-  GROUP BY host
+  SELECT CAST(host AS VARCHAR) AS host, count(*) AS ops, sum(self_ns) AS op_self_ns, count(DISTINCT device) AS devices
+  FROM ops WHERE run_id = {{run_id}} GROUP BY host
 ),
 hosts AS (SELECT host FROM sh UNION SELECT host FROM oh)
 SELECT h.host, coalesce(sh.steady_steps, 0) AS steady_steps, sh.median_step_ns, sh.busy_share,
