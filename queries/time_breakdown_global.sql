@@ -46,11 +46,15 @@ window_len AS (SELECT CASE WHEN we > ws THEN we - ws ELSE 0 END AS w FROM win),
 totals AS (
   SELECT CASE WHEN w > 0 THEN compute ELSE 0 END AS compute, CASE WHEN w > 0 THEN communication ELSE 0 END AS communication, w
   FROM credited CROSS JOIN window_len
+),
+per_category AS (
+  SELECT c.ord, c.category, t.w,
+         CASE c.ord WHEN 1 THEN t.compute WHEN 2 THEN t.communication
+                    WHEN 4 THEN CASE WHEN t.w > 0 THEN t.w - t.compute - t.communication ELSE 0 END
+                    ELSE 0 END AS total_ns
+  FROM totals t CROSS JOIN (VALUES (1, 'compute'), (2, 'communication'), (3, 'host'), (4, 'stall'), (5, 'other')) AS c(ord, category)
 )
-SELECT c.category,
-       coalesce(CASE c.ord WHEN 1 THEN t.compute WHEN 2 THEN t.communication WHEN 4 THEN CASE WHEN t.w > 0 THEN t.w - t.compute - t.communication ELSE 0 END ELSE 0 END, 0) AS total_ns,
-       CASE WHEN coalesce(t.w, 0) > 0
-            THEN CAST(CASE c.ord WHEN 1 THEN t.compute WHEN 2 THEN t.communication WHEN 4 THEN t.w - t.compute - t.communication ELSE 0 END AS DOUBLE) / t.w
-            ELSE 0.0 END AS share_of_total
-FROM totals t CROSS JOIN (VALUES (1, 'compute'), (2, 'communication'), (3, 'host'), (4, 'stall'), (5, 'other')) AS c(ord, category)
-ORDER BY c.ord
+SELECT category, coalesce(total_ns, 0) AS total_ns,
+       CASE WHEN coalesce(w, 0) > 0 THEN CAST(total_ns AS DOUBLE) / w ELSE 0.0 END AS share_of_total
+FROM per_category
+ORDER BY ord

@@ -114,22 +114,26 @@ impl<T: Nullable> SparseColumn<T> {
             if value == T::NULL {
                 return;
             }
-            self.values.reserve_exact(capacity.max(len));
-            self.values.resize(len, T::NULL);
+            self.fill_in(len, capacity);
         }
         self.values[i] = value;
     }
     /// Appends the value of a new event, the chunk holding `len` events before it and
-    /// expecting `capacity` in all (room for them is made once, when the column fills in).
+    /// expecting `capacity` in all.
     #[inline]
     pub fn push(&mut self, len: usize, capacity: usize, value: T) {
         if !self.values.is_empty() {
             self.values.push(value);
         } else if value != T::NULL {
-            self.values.reserve_exact(capacity.max(len + 1));
-            self.values.resize(len, T::NULL);
+            self.fill_in(len, capacity.max(len + 1));
             self.values.push(value);
         }
+    }
+    /// Makes the column dense: a null for each of the `len` events so far, and room for
+    /// `capacity` made once rather than by doubling.
+    fn fill_in(&mut self, len: usize, capacity: usize) {
+        self.values.reserve_exact(capacity.max(len));
+        self.values.resize(len, T::NULL);
     }
     /// The values of events `0..len`.
     pub fn iter(&self, len: usize) -> impl Iterator<Item = T> + '_ {
