@@ -15,22 +15,22 @@
 --   count            gaps
 --   total_gap_ns     summed gap time
 --   avg_gap_ns       total_gap_ns / count
--- Ops are read twice (payload region by event id; most common region per name), each time
--- without casting every row: counts are taken on the dictionary-encoded columns first.
+-- Gaps are summed per (payload, payload region) on the dictionary-encoded columns before
+-- any text is compared; the most common region per name comes from op_totals.
 WITH preferred_counts AS (
   SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(region_path AS VARCHAR) AS region_path, n
-  FROM (SELECT hlo_op, region_path, count(*) AS n FROM ops WHERE run_id = {{run_id}} AND region_path IS NOT NULL GROUP BY hlo_op, region_path) c
+  FROM (SELECT hlo_op, region_path, sum(count) AS n FROM op_totals WHERE run_id = {{run_id}} AND region_path IS NOT NULL GROUP BY hlo_op, region_path) c
 ),
 preferred AS (SELECT hlo_op, region_path, row_number() OVER (PARTITION BY hlo_op ORDER BY n DESC, region_path) AS rk FROM preferred_counts),
-g AS (
-  SELECT CAST(g.payload_op AS VARCHAR) AS op_name, g.gap_ns,
-         coalesce(CAST(o.region_path AS VARCHAR), p.region_path) AS path
-  FROM gaps g
-  LEFT JOIN (SELECT event_id, region_path FROM ops WHERE run_id = {{run_id}}) o ON o.event_id = g.payload_event_id
-  LEFT JOIN preferred p ON p.hlo_op = CAST(g.payload_op AS VARCHAR) AND p.rk = 1
-  WHERE g.run_id = {{run_id}}
+per_payload AS (
+  SELECT CAST(payload_op AS VARCHAR) AS op_name, CAST(payload_region_path AS VARCHAR) AS own_path, n, gap_ns
+  FROM (SELECT payload_op, payload_region_path, count(*) AS n, sum(gap_ns) AS gap_ns FROM gaps WHERE run_id = {{run_id}} GROUP BY payload_op, payload_region_path) c
 ),
-grouped AS (SELECT op_name, path, count(*) AS n, sum(gap_ns) AS gap_ns FROM g GROUP BY op_name, path),
+grouped AS (
+  SELECT g.op_name, coalesce(g.own_path, p.region_path) AS path, sum(g.n) AS n, sum(g.gap_ns) AS gap_ns
+  FROM per_payload g LEFT JOIN preferred p ON p.hlo_op = g.op_name AND p.rk = 1
+  GROUP BY g.op_name, coalesce(g.own_path, p.region_path)
+),
 labelled AS (
   SELECT op_name, n, gap_ns,
          CASE

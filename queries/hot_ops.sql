@@ -19,12 +19,12 @@
 --   scope_path      most common framework scope path (tf_op)
 --   source          most common source location
 --   devices         distinct devices that ran it
--- Executions are summed once per distinct (op, category, shape, scope, source, device); the
--- most common shape/scope/source are then picked by window functions over those groups, so
--- the ops are scanned once (DataFusion runs a CTE again for every reference to it).
+-- Reads op_totals (executions already summed per distinct op of a device), summed again per
+-- (op, category, shape, scope, source, device); the most common shape/scope/source are then
+-- picked by window functions over those groups.
 WITH g AS (
-  SELECT hlo_op, category, shape, tf_op, source, device, count(*) AS n, sum(dur_ns) AS total_ns, sum(self_ns) AS self_ns
-  FROM ops WHERE run_id = {{run_id}}
+  SELECT hlo_op, category, shape, tf_op, source, device, sum(count) AS n, sum(dur_ns) AS total_ns, sum(self_ns) AS self_ns
+  FROM op_totals WHERE run_id = {{run_id}}
   GROUP BY hlo_op, category, shape, tf_op, source, device
 ),
 o AS (

@@ -29,8 +29,8 @@ WITH o AS (
   SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, coalesce(CAST(tf_op AS VARCHAR), '') AS tf_op, coalesce(CAST(opcode AS VARCHAR), '') AS opcode,
          coalesce(CAST(collective_kind AS VARCHAR), '') AS collective_kind, CAST(shape AS VARCHAR) AS shape, n, dur_ns, self_ns
   FROM (
-    SELECT hlo_op, tf_op, opcode, collective_kind, shape, count(*) AS n, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns
-    FROM ops WHERE run_id = {{run_id}} AND hlo_op IS NOT NULL
+    SELECT hlo_op, tf_op, opcode, collective_kind, shape, sum(count) AS n, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns
+    FROM op_totals WHERE run_id = {{run_id}} AND hlo_op IS NOT NULL
     GROUP BY hlo_op, tf_op, opcode, collective_kind, shape
   ) g
 ),

@@ -13,8 +13,8 @@
 --   op_executions    ops executed by the module
 --   first_steps      the first step each program ran in, in program order, comma-separated
 WITH p AS (
-  SELECT CAST(hlo_module AS VARCHAR) AS hlo_module, program_id, count(*) AS n, min(step) AS first_step, min(start_ns) AS first_ns
-  FROM ops WHERE run_id = {{run_id}} AND hlo_module IS NOT NULL AND program_id IS NOT NULL
+  SELECT CAST(hlo_module AS VARCHAR) AS hlo_module, program_id, sum(count) AS n, min(first_step) AS first_step, min(first_start_ns) AS first_ns
+  FROM op_totals WHERE run_id = {{run_id}} AND hlo_module IS NOT NULL AND program_id IS NOT NULL
   GROUP BY hlo_module, program_id
 )
 SELECT hlo_module, count(*) AS programs, sum(n) AS op_executions,

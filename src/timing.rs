@@ -1,9 +1,16 @@
 //! Stage timings on stderr when `PROFQ_TIMING` is set: a profiling aid, never part of output.
+//! `PROFQ_TIMING=serial` also runs a summary's queries one at a time, so that each query's
+//! time is its own rather than shared with the others running beside it.
 
 use std::time::Instant;
 
 pub fn enabled() -> bool {
     std::env::var_os("PROFQ_TIMING").is_some()
+}
+
+/// Whether queries should run one at a time (`PROFQ_TIMING=serial`).
+pub fn serial() -> bool {
+    std::env::var_os("PROFQ_TIMING").is_some_and(|v| v == "serial")
 }
 
 /// Resident memory now and its peak so far (Linux `VmRSS`, `VmHWM`), in MiB; 0 where unknown.
@@ -16,11 +23,27 @@ fn rss_mib() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-/// Prints how long `stage` took since `since` (and the RSS now and at its peak), then restarts the clock.
+/// CPU seconds (user + system) of the whole process so far and its minor page faults
+/// (Linux `/proc/self/stat`); zeros where unknown.
+fn cpu_and_faults() -> (f64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name, which may itself hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let field = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // minflt is field 10 of the file, utime 14, stime 15 (1-based); `fields` starts at field 3.
+    ((field(11) + field(12)) as f64 / 100.0, field(7))
+}
+
+/// Prints how long `stage` took since `since` (and the process's CPU time, minor faults,
+/// RSS now and at its peak, all so far), then restarts the clock.
 pub fn stage_done(stage: &str, since: &mut Instant) {
     if enabled() {
         let (now, peak) = rss_mib();
-        eprintln!("profq: timing: {stage}: {:.3} s (RSS {now} MiB, peak {peak} MiB)", since.elapsed().as_secs_f64());
+        let (cpu, faults) = cpu_and_faults();
+        eprintln!(
+            "profq: timing: {stage}: {:.3} s (so far: CPU {cpu:.2} s, {faults} faults; RSS {now} MiB, peak {peak} MiB)",
+            since.elapsed().as_secs_f64()
+        );
     }
     *since = Instant::now();
 }

@@ -506,7 +506,7 @@ fn every_intent_answers_on_a_real_capture() {
     let kinds: Vec<&str> = collectives["results"].as_array().unwrap().iter().map(|c| c["collective"].as_str().unwrap()).collect();
     assert_eq!(kinds.len(), 4, "{kinds:?}");
     let sql = profq(&["query", "top ops", input.to_str().unwrap(), "--show-sql"]);
-    assert!(stdout(&sql).contains("FROM ops WHERE run_id = 'input'"), "{}", stdout(&sql));
+    assert!(stdout(&sql).contains("FROM op_totals WHERE run_id = 'input'"), "{}", stdout(&sql));
     let stragglers = query(&input, "which device is the straggler?");
     assert_eq!(stragglers["results"].as_array().unwrap().len(), 8);
 }

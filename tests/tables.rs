@@ -195,6 +195,25 @@ fn every_shared_fixture_ingests() {
     );
     assert_eq!(as_i64(&mismatched[0]["n"]), 0, "event_totals differs from the events it sums");
     assert!(as_i64(&mismatched[0]["rows"]) > 0);
+    // op_totals is the ops table summed per distinct op of a device, in every run.
+    let keys = "run_id, host, device, hlo_op, hlo_module, program_id, opcode, category, collective_kind, tf_op, region_path, pass, shape, source";
+    let mismatched = sql(
+        &store,
+        &format!(
+            "WITH o AS (
+               SELECT {keys}, count(*) AS count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, max(dur_ns) AS max_dur_ns,
+                      min(start_ns) AS first_start_ns, min(step) AS first_step
+               FROM ops GROUP BY {keys}),
+             t AS (
+               SELECT {keys}, sum(count) AS count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, max(max_dur_ns) AS max_dur_ns,
+                      min(first_start_ns) AS first_start_ns, min(first_step) AS first_step
+               FROM op_totals GROUP BY {keys})
+             SELECT (SELECT count(*) FROM (SELECT * FROM o EXCEPT SELECT * FROM t)) + (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM o)) AS n,
+                    (SELECT count(*) FROM t) AS rows"
+        ),
+    );
+    assert_eq!(as_i64(&mismatched[0]["n"]), 0, "op_totals differs from the ops it sums");
+    assert!(as_i64(&mismatched[0]["rows"]) > 0);
     // shape_churn's compiles: the four jit_train_step programs all ran ops in the capture.
     if shared("jax_cpu/shape_churn").is_some() {
         let programs = sql(&store, "SELECT count(DISTINCT program_id) AS n FROM ops WHERE run_id = 'shape_churn' AND hlo_module = 'jit_train_step'");

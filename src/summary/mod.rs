@@ -80,6 +80,9 @@ impl<'a> Analyst<'a> {
     /// Starts queries now, on the runtime's workers, so that independent analyses overlap;
     /// [`Analyst::rows`] then picks up their results.
     pub fn prefetch(&self, queries: &[(&str, &[(&str, String)])]) {
+        if crate::timing::serial() {
+            return;
+        }
         let mut pending = self.pending.lock().expect("prefetch lock");
         for (query, params) in queries {
             let bound = self.bind(query, params);
@@ -429,6 +432,7 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
     });
     let cands = candidates::optimization_candidates(&doc);
     doc.as_object_mut().unwrap().insert("optimization_candidates".into(), Value::Array(cands));
+    crate::timing::stage_done("queries and summary", &mut std::time::Instant::now());
     Ok(doc)
 }
 

@@ -462,10 +462,26 @@ pub struct EventTotal {
     pub last_end_ns: i64,
 }
 
+/// A distinct op of a device summed over its executions (a row of `op_totals`).
+#[derive(Clone, Debug)]
+pub struct OpTotal {
+    /// One of the executions: the key columns are read from it.
+    pub example: usize,
+    pub count: i64,
+    pub dur_ns: i64,
+    pub self_ns: i64,
+    pub max_dur_ns: i64,
+    pub first_start_ns: i64,
+    /// NULL_I64 if no execution has a step.
+    pub first_step: i64,
+}
+
 /// Tables derived from one part of a run: the part's ops and what refers to them.
 pub struct PartDerived {
     pub strings: LocalStrings,
     pub ops: Vec<Op>,
+    /// In order of first execution.
+    pub op_totals: Vec<OpTotal>,
     pub gaps: Vec<Gap>,
     pub collectives: Vec<Collective>,
     /// Sorted by (line index, name id, op category).
@@ -654,18 +670,19 @@ impl Deriver {
         assign_steps(&mut ops, &known_steps);
 
         // What folds into the run's state here; the part's own gaps and totals on a second thread.
-        let (collectives, gaps, event_totals) = std::thread::scope(|s| {
+        let (collectives, gaps, event_totals, op_totals) = std::thread::scope(|s| {
             let part_tables = s.spawn(|| (find_gaps(capture, &ops), event_totals(capture, &ops)));
             let collectives = collectives_of(&ops);
+            let op_totals = op_totals(&ops);
             self.fold_step_activity(&ops, first_new_device_step);
             self.fold_regions(&ops, &strings);
             let (gaps, event_totals) = part_tables.join().expect("gap and total deriver panicked");
-            (collectives, gaps, event_totals)
+            (collectives, gaps, event_totals, op_totals)
         });
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
         }
-        PartDerived { strings, ops, gaps, collectives, event_totals, chunk_base }
+        PartDerived { strings, ops, op_totals, gaps, collectives, event_totals, chunk_base }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`
@@ -875,6 +892,32 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
         }
     }
     gaps
+}
+
+/// `ops` summed per distinct op of a device (every column of `op_totals`' key).
+fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
+    type Key = ((u32, u32, u32, u32, i64, u32), (&'static str, Option<&'static str>, u32, u32, &'static str, u32, u32));
+    let key = |o: &Op| -> Key {
+        ((o.host, o.device, o.hlo_op, o.hlo_module, o.program_id, o.opcode), (o.category, o.collective_kind, o.tf_op, o.region_path, o.pass, o.shape, o.source))
+    };
+    let mut index: FxHashMap<Key, usize> = FxHashMap::default();
+    let mut rows: Vec<OpTotal> = Vec::new();
+    for (k, op) in ops.iter().enumerate() {
+        let slot = *index.entry(key(op)).or_insert_with(|| {
+            rows.push(OpTotal { example: k, count: 0, dur_ns: 0, self_ns: 0, max_dur_ns: i64::MIN, first_start_ns: i64::MAX, first_step: NULL_I64 });
+            rows.len() - 1
+        });
+        let t = &mut rows[slot];
+        t.count += 1;
+        t.dur_ns = t.dur_ns.saturating_add(op.dur_ns);
+        t.self_ns = t.self_ns.saturating_add(op.self_ns);
+        t.max_dur_ns = t.max_dur_ns.max(op.dur_ns);
+        t.first_start_ns = t.first_start_ns.min(op.start_ns);
+        if op.step != NULL_I64 && (t.first_step == NULL_I64 || op.step < t.first_step) {
+            t.first_step = op.step;
+        }
+    }
+    rows
 }
 
 /// Every event of `capture` summed per (line, name, category, op category); `ops` are its ops.

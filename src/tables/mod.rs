@@ -111,16 +111,23 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
     })
 }
 
-/// The tables made of a part's ops (`ops`, the largest, built beside the three others).
+/// The tables made of a part's ops (`ops`, the largest, built beside the four others).
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
     let (ops, others) = std::thread::scope(|s| {
         let ops = s.spawn(|| ops_batch(capture, part));
-        let others =
-            (|| -> Result<[RecordBatch; 3]> { Ok([collectives_batch(capture, part)?, gaps_batch(capture, part)?, event_totals_batch(capture, part)?]) })();
+        let others = (|| -> Result<[RecordBatch; 4]> {
+            Ok([collectives_batch(capture, part)?, gaps_batch(capture, part)?, event_totals_batch(capture, part)?, op_totals_batch(capture, part)?])
+        })();
         (ops.join().expect("ops table builder panicked"), others)
     });
-    let [collectives, gaps, event_totals] = others?;
-    Ok(RunTables::new(vec![("ops", vec![ops?]), ("collectives", vec![collectives]), ("gaps", vec![gaps]), ("event_totals", vec![event_totals])]))
+    let [collectives, gaps, event_totals, op_totals] = others?;
+    Ok(RunTables::new(vec![
+        ("ops", vec![ops?]),
+        ("collectives", vec![collectives]),
+        ("gaps", vec![gaps]),
+        ("event_totals", vec![event_totals]),
+        ("op_totals", vec![op_totals]),
+    ]))
 }
 
 /// The tables only the whole run knows: `runs`, `regions`, `steps`.
@@ -233,16 +240,18 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
     )
 }
 
+/// A dictionary column over the part's [`derive::LocalStrings`] (region paths, sources).
+fn local_dict(d: &derive::PartDerived, ids: impl Iterator<Item = u32>) -> ArrayRef {
+    let keys = dict_keys(ids.map(|id| (id != NO_STR).then_some(id as i32)));
+    let values: ArrayRef = Arc::new(StringArray::from_iter_values(d.strings.values.iter()));
+    Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, values).expect("local string ids are in range"))
+}
+
 fn ops_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let ops = &d.ops;
-    let local_strings: ArrayRef = Arc::new(StringArray::from_iter_values(d.strings.values.iter()));
-    let local = |ids: &mut dyn Iterator<Item = u32>| -> ArrayRef {
-        let keys = dict_keys(ids.map(|id| (id != NO_STR).then_some(id as i32)));
-        Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, local_strings.clone()).expect("local string ids are in range"))
-    };
-    let region_paths = local(&mut ops.iter().map(|o| o.region_path));
-    let sources = local(&mut ops.iter().map(|o| o.source));
+    let region_paths = local_dict(d, ops.iter().map(|o| o.region_path));
+    let sources = local_dict(d, ops.iter().map(|o| o.source));
     batch(
         "ops",
         vec![
@@ -384,6 +393,37 @@ fn gaps_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch>
             i64s(g.iter().map(|x| payload(x).event_id)),
             dict.encode(g.iter().map(|x| payload(x).hlo_op)),
             dict.encode(g.iter().map(|x| payload(x).tf_op)),
+            local_dict(d, g.iter().map(|x| payload(x).region_path)),
+        ],
+    )
+}
+
+fn op_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let t = &d.op_totals;
+    let op = |x: &derive::OpTotal| &d.ops[x.example];
+    batch(
+        "op_totals",
+        vec![
+            dict.encode(t.iter().map(|x| op(x).host)),
+            dict.encode(t.iter().map(|x| op(x).device)),
+            dict.encode(t.iter().map(|x| op(x).hlo_op)),
+            dict.encode(t.iter().map(|x| op(x).hlo_module)),
+            nullable_u64s(t.iter().map(|x| op(x).program_id)),
+            dict.encode(t.iter().map(|x| op(x).opcode)),
+            static_dict(t.iter().map(|x| Some(op(x).category))),
+            static_dict(t.iter().map(|x| op(x).collective_kind)),
+            dict.encode(t.iter().map(|x| op(x).tf_op)),
+            local_dict(d, t.iter().map(|x| op(x).region_path)),
+            static_dict(t.iter().map(|x| Some(op(x).pass))),
+            dict.encode(t.iter().map(|x| op(x).shape)),
+            local_dict(d, t.iter().map(|x| op(x).source)),
+            i64s(t.iter().map(|x| x.count)),
+            i64s(t.iter().map(|x| x.dur_ns)),
+            i64s(t.iter().map(|x| x.self_ns)),
+            i64s(t.iter().map(|x| x.max_dur_ns)),
+            i64s(t.iter().map(|x| x.first_start_ns)),
+            nullable_i64s(t.iter().map(|x| x.first_step)),
         ],
     )
 }
