@@ -24,8 +24,8 @@ sh AS (
   FROM s GROUP BY host
 ),
 oh AS (
-  SELECT CAST(host AS VARCHAR) AS host, count(*) AS ops, sum(self_ns) AS op_self_ns, count(DISTINCT device) AS devices
-  FROM ops WHERE run_id = {{run_id}} GROUP BY host
+  SELECT CAST(host AS VARCHAR) AS host, sum(count) AS ops, sum(self_ns) AS op_self_ns, count(DISTINCT device) AS devices
+  FROM op_totals WHERE run_id = {{run_id}} GROUP BY host
 ),
 hosts AS (SELECT host FROM sh UNION SELECT host FROM oh)
 SELECT h.host, coalesce(sh.steady_steps, 0) AS steady_steps, sh.median_step_ns, sh.busy_share,
