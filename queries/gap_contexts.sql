@@ -15,20 +15,22 @@
 --   count            gaps
 --   total_gap_ns     summed gap time
 --   avg_gap_ns       total_gap_ns / count
--- Gaps are summed per (payload, payload region) on the dictionary-encoded columns before
--- any text is compared; the most common region per name comes from op_totals.
+-- Reads gap_totals (gaps already summed per marker, payload and its region), summed again per
+-- (payload, payload region) before any text is compared; the most common region per name
+-- comes from op_totals, picked by an ordered first_value aggregate (not a window, which
+-- pays for every name's partition).
 WITH preferred_counts AS (
   SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(region_path AS VARCHAR) AS region_path, n
   FROM (SELECT hlo_op, region_path, sum(count) AS n FROM op_totals WHERE run_id = {{run_id}} AND region_path IS NOT NULL GROUP BY hlo_op, region_path) c
 ),
-preferred AS (SELECT hlo_op, region_path, row_number() OVER (PARTITION BY hlo_op ORDER BY n DESC, region_path) AS rk FROM preferred_counts),
+preferred AS (SELECT hlo_op, first_value(region_path ORDER BY n DESC, region_path) AS region_path FROM preferred_counts GROUP BY hlo_op),
 per_payload AS (
   SELECT CAST(payload_op AS VARCHAR) AS op_name, CAST(payload_region_path AS VARCHAR) AS own_path, n, gap_ns
-  FROM (SELECT payload_op, payload_region_path, count(*) AS n, sum(gap_ns) AS gap_ns FROM gaps WHERE run_id = {{run_id}} GROUP BY payload_op, payload_region_path) c
+  FROM (SELECT payload_op, payload_region_path, sum(count) AS n, sum(gap_ns) AS gap_ns FROM gap_totals WHERE run_id = {{run_id}} GROUP BY payload_op, payload_region_path) c
 ),
 grouped AS (
   SELECT g.op_name, coalesce(g.own_path, p.region_path) AS path, sum(g.n) AS n, sum(g.gap_ns) AS gap_ns
-  FROM per_payload g LEFT JOIN preferred p ON p.hlo_op = g.op_name AND p.rk = 1
+  FROM per_payload g LEFT JOIN preferred p ON p.hlo_op = g.op_name
   GROUP BY g.op_name, coalesce(g.own_path, p.region_path)
 ),
 labelled AS (

@@ -19,24 +19,23 @@
 --   max_gap_ns          longest gap
 --   avg_gap_ns          total_gap_ns / count
 --   lines               distinct lines the gaps were on
--- Gaps are summed once per distinct (payload, marker, line) and the most frequent marker is
--- picked by a window function, so the gaps are scanned once.
-WITH g AS (
-  SELECT payload_op, marker_op, host, line, count(*) AS n, sum(gap_ns) AS gap_ns, max(gap_ns) AS max_gap_ns
-  FROM gaps WHERE run_id = {{run_id}}
-  GROUP BY payload_op, marker_op, host, line
-),
-o AS (
+-- Reads gap_totals (gaps already summed per line, marker and payload). The most frequent
+-- marker is an ordered first_value over the (payload, marker) sums: an aggregate, not a
+-- window, because a window function pays for every payload's partition.
+WITH o AS (
   SELECT CAST(payload_op AS VARCHAR) AS payload_op, CAST(marker_op AS VARCHAR) AS marker_op,
-         CAST(host AS VARCHAR) || '/' || CAST(line AS VARCHAR) AS track, n, gap_ns, max_gap_ns
-  FROM g
+         CAST(host AS VARCHAR) || '/' || CAST(line AS VARCHAR) AS track, count, gap_ns, max_gap_ns
+  FROM gap_totals WHERE run_id = {{run_id}}
 ),
-counted AS (SELECT *, sum(n) OVER (PARTITION BY payload_op, marker_op) AS marker_n FROM o),
-picked AS (SELECT *, first_value(marker_op) OVER (PARTITION BY payload_op ORDER BY marker_n DESC, marker_op) AS top_marker FROM counted)
-SELECT payload_op, min(top_marker) AS marker_op, sum(n) AS count, sum(gap_ns) AS total_gap_ns,
-       max(max_gap_ns) AS max_gap_ns, CAST(sum(gap_ns) AS DOUBLE) / sum(n) AS avg_gap_ns,
-       count(DISTINCT track) AS lines
-FROM picked
-GROUP BY payload_op
-ORDER BY total_gap_ns DESC, max_gap_ns DESC, payload_op
+per_payload AS (
+  SELECT payload_op, sum(count) AS count, sum(gap_ns) AS total_gap_ns, max(max_gap_ns) AS max_gap_ns, count(DISTINCT track) AS lines
+  FROM o GROUP BY payload_op
+),
+markers AS (
+  SELECT payload_op, first_value(marker_op ORDER BY n DESC, marker_op) AS marker_op
+  FROM (SELECT payload_op, marker_op, sum(count) AS n FROM o GROUP BY payload_op, marker_op) m GROUP BY payload_op
+)
+SELECT p.payload_op, m.marker_op, p.count, p.total_gap_ns, p.max_gap_ns, CAST(p.total_gap_ns AS DOUBLE) / p.count AS avg_gap_ns, p.lines
+FROM per_payload p JOIN markers m ON m.payload_op = p.payload_op
+ORDER BY p.total_gap_ns DESC, p.max_gap_ns DESC, p.payload_op
 LIMIT {{top_k}}

@@ -214,6 +214,19 @@ fn every_shared_fixture_ingests() {
     );
     assert_eq!(as_i64(&mismatched[0]["n"]), 0, "op_totals differs from the ops it sums");
     assert!(as_i64(&mismatched[0]["rows"]) > 0);
+    // gap_totals is the gaps table summed per (line, marker, payload), in every run.
+    let keys = "run_id, host, device, line, marker_op, payload_op, payload_tf_op, payload_region_path";
+    let mismatched = sql(
+        &store,
+        &format!(
+            "WITH g AS (SELECT {keys}, count(*) AS count, sum(gap_ns) AS gap_ns, max(gap_ns) AS max_gap_ns FROM gaps GROUP BY {keys}),
+             t AS (SELECT {keys}, sum(count) AS count, sum(gap_ns) AS gap_ns, max(max_gap_ns) AS max_gap_ns FROM gap_totals GROUP BY {keys})
+             SELECT (SELECT count(*) FROM (SELECT * FROM g EXCEPT SELECT * FROM t)) + (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM g)) AS n,
+                    (SELECT count(*) FROM t) AS rows"
+        ),
+    );
+    assert_eq!(as_i64(&mismatched[0]["n"]), 0, "gap_totals differs from the gaps it sums");
+    assert!(as_i64(&mismatched[0]["rows"]) > 0);
     // shape_churn's compiles: the four jit_train_step programs all ran ops in the capture.
     if shared("jax_cpu/shape_churn").is_some() {
         let programs = sql(&store, "SELECT count(DISTINCT program_id) AS n FROM ops WHERE run_id = 'shape_churn' AND hlo_module = 'jit_train_step'");

@@ -476,6 +476,17 @@ pub struct OpTotal {
     pub first_step: i64,
 }
 
+/// Gaps with the same (host, device, line, marker op, payload op, payload scope and region)
+/// summed (a row of `gap_totals`).
+#[derive(Clone, Debug)]
+pub struct GapTotal {
+    /// One of the gaps: the key columns are read from it.
+    pub example: usize,
+    pub count: i64,
+    pub gap_ns: i64,
+    pub max_gap_ns: i64,
+}
+
 /// Tables derived from one part of a run: the part's ops and what refers to them.
 pub struct PartDerived {
     pub strings: LocalStrings,
@@ -483,6 +494,8 @@ pub struct PartDerived {
     /// In order of first execution.
     pub op_totals: Vec<OpTotal>,
     pub gaps: Vec<Gap>,
+    /// In order of first gap.
+    pub gap_totals: Vec<GapTotal>,
     pub collectives: Vec<Collective>,
     /// Sorted by (line index, name id, op category).
     pub event_totals: Vec<EventTotal>,
@@ -670,8 +683,12 @@ impl Deriver {
         assign_steps(&mut ops, &known_steps);
 
         // What folds into the run's state here; the part's own gaps and totals on a second thread.
-        let (collectives, gaps, event_totals, op_totals) = std::thread::scope(|s| {
-            let part_tables = s.spawn(|| (find_gaps(capture, &ops), event_totals(capture, &ops)));
+        let (collectives, (gaps, gap_totals), event_totals, op_totals) = std::thread::scope(|s| {
+            let part_tables = s.spawn(|| {
+                let gaps = find_gaps(capture, &ops);
+                let gap_totals = gap_totals(&gaps, &ops);
+                ((gaps, gap_totals), event_totals(capture, &ops))
+            });
             let collectives = collectives_of(&ops);
             let op_totals = op_totals(&ops);
             self.fold_step_activity(&ops, first_new_device_step);
@@ -682,7 +699,7 @@ impl Deriver {
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
         }
-        PartDerived { strings, ops, op_totals, gaps, collectives, event_totals, chunk_base }
+        PartDerived { strings, ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`
@@ -916,6 +933,27 @@ fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
         if op.step != NULL_I64 && (t.first_step == NULL_I64 || op.step < t.first_step) {
             t.first_step = op.step;
         }
+    }
+    rows
+}
+
+/// `gaps` summed per (host, device, line, marker op, payload op, payload scope and region).
+fn gap_totals(gaps: &[Gap], ops: &[Op]) -> Vec<GapTotal> {
+    let key = |g: &Gap| {
+        let (marker, payload) = (&ops[g.marker], &ops[g.payload]);
+        (marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path)
+    };
+    let mut index: FxHashMap<(u32, u32, u32, u32, u32, u32, u32), usize> = FxHashMap::default();
+    let mut rows: Vec<GapTotal> = Vec::new();
+    for (k, gap) in gaps.iter().enumerate() {
+        let slot = *index.entry(key(gap)).or_insert_with(|| {
+            rows.push(GapTotal { example: k, count: 0, gap_ns: 0, max_gap_ns: i64::MIN });
+            rows.len() - 1
+        });
+        let t = &mut rows[slot];
+        t.count += 1;
+        t.gap_ns = t.gap_ns.saturating_add(gap.gap_ns);
+        t.max_gap_ns = t.max_gap_ns.max(gap.gap_ns);
     }
     rows
 }

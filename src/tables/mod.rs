@@ -111,22 +111,29 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
     })
 }
 
-/// The tables made of a part's ops (`ops`, the largest, built beside the four others).
+/// The tables made of a part's ops (`ops`, the largest, built beside the five others).
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
     let (ops, others) = std::thread::scope(|s| {
         let ops = s.spawn(|| ops_batch(capture, part));
-        let others = (|| -> Result<[RecordBatch; 4]> {
-            Ok([collectives_batch(capture, part)?, gaps_batch(capture, part)?, event_totals_batch(capture, part)?, op_totals_batch(capture, part)?])
+        let others = (|| -> Result<[RecordBatch; 5]> {
+            Ok([
+                collectives_batch(capture, part)?,
+                gaps_batch(capture, part)?,
+                event_totals_batch(capture, part)?,
+                op_totals_batch(capture, part)?,
+                gap_totals_batch(capture, part)?,
+            ])
         })();
         (ops.join().expect("ops table builder panicked"), others)
     });
-    let [collectives, gaps, event_totals, op_totals] = others?;
+    let [collectives, gaps, event_totals, op_totals, gap_totals] = others?;
     Ok(RunTables::new(vec![
         ("ops", vec![ops?]),
         ("collectives", vec![collectives]),
         ("gaps", vec![gaps]),
         ("event_totals", vec![event_totals]),
         ("op_totals", vec![op_totals]),
+        ("gap_totals", vec![gap_totals]),
     ]))
 }
 
@@ -394,6 +401,28 @@ fn gaps_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch>
             dict.encode(g.iter().map(|x| payload(x).hlo_op)),
             dict.encode(g.iter().map(|x| payload(x).tf_op)),
             local_dict(d, g.iter().map(|x| payload(x).region_path)),
+        ],
+    )
+}
+
+fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let t = &d.gap_totals;
+    let marker = |x: &derive::GapTotal| &d.ops[d.gaps[x.example].marker];
+    let payload = |x: &derive::GapTotal| &d.ops[d.gaps[x.example].payload];
+    batch(
+        "gap_totals",
+        vec![
+            dict.encode(t.iter().map(|x| marker(x).host)),
+            dict.encode(t.iter().map(|x| marker(x).device)),
+            dict.encode(t.iter().map(|x| marker(x).line)),
+            dict.encode(t.iter().map(|x| marker(x).hlo_op)),
+            dict.encode(t.iter().map(|x| payload(x).hlo_op)),
+            dict.encode(t.iter().map(|x| payload(x).tf_op)),
+            local_dict(d, t.iter().map(|x| payload(x).region_path)),
+            i64s(t.iter().map(|x| x.count)),
+            i64s(t.iter().map(|x| x.gap_ns)),
+            i64s(t.iter().map(|x| x.max_gap_ns)),
         ],
     )
 }

@@ -280,6 +280,22 @@ pub const TABLES: &[Table] = &[
             c("first_step", Int, true, "Lowest step of an execution; null if none has a step."),
         ],
     },
+    Table {
+        name: "gap_totals",
+        doc: "The gaps table summed per (host, device, line, marker_op, payload_op, payload_tf_op, payload_region_path). Gap rankings and region contexts read this instead of every gap; its sums equal the gaps table's. A key can repeat across the parts of a streamed ingest, so sum its rows.",
+        columns: &[
+            c("host", Name, false, "Host."),
+            c("device", Name, false, "Device of the marker ops."),
+            c("line", Name, false, "Device-op line."),
+            c("marker_op", Name, false, "hlo_op of the marker."),
+            c("payload_op", Name, false, "hlo_op of the payload."),
+            c("payload_tf_op", Name, true, "Scope path (tf_op) of the payload."),
+            c("payload_region_path", Name, true, "Named-scope path of the payload."),
+            c("count", Int, false, "Gaps."),
+            c("gap_ns", Int, false, "Summed idle time."),
+            c("max_gap_ns", Int, false, "Longest gap."),
+        ],
+    },
 ];
 
 pub fn table(name: &str) -> Option<&'static Table> {
