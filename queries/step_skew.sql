@@ -22,12 +22,16 @@
 WITH host_steps AS (
   SELECT host, step, start_ns FROM steps WHERE run_id = {{run_id}} AND device IS NULL AND step >= {{warmup_steps}}
 ),
+-- Ops are summed per (host, device, step) before the join to the host's step (one row per
+-- (host, step)); `line` is matched still dictionary-encoded, once per distinct line name.
 from_ops AS (
-  SELECT CAST(o.host AS VARCHAR) AS host, CAST(o.device AS VARCHAR) AS device, o.step,
-         max(o.start_ns + o.dur_ns) - min(s.start_ns) AS active_ns, sum(o.self_ns) AS busy_ns
-  FROM ops o JOIN host_steps s ON s.host = o.host AND s.step = o.step
-  WHERE o.run_id = {{run_id}} AND CAST(o.line AS VARCHAR) NOT LIKE 'Async%'
-  GROUP BY o.host, o.device, o.step
+  SELECT CAST(o.host AS VARCHAR) AS host, CAST(o.device AS VARCHAR) AS device, o.step, o.last_end_ns - s.start_ns AS active_ns, o.busy_ns
+  FROM (
+    SELECT host, device, step, max(start_ns + dur_ns) AS last_end_ns, sum(self_ns) AS busy_ns
+    FROM ops WHERE run_id = {{run_id}} AND step >= {{warmup_steps}} AND line NOT LIKE 'Async%'
+    GROUP BY host, device, step
+  ) o
+  JOIN host_steps s ON s.host = o.host AND s.step = o.step
 ),
 from_lines AS (
   SELECT CAST(host AS VARCHAR) AS host, CAST(device AS VARCHAR) AS device, step, dur_ns AS active_ns, busy_ns

@@ -16,7 +16,7 @@ WITH iv AS (
   SELECT start_ns AS s, start_ns + dur_ns AS e, CAST(category AS VARCHAR) = 'communication' AS is_comm
   FROM ops
   WHERE run_id = {{run_id}} AND CAST(category AS VARCHAR) IN ('compute', 'communication')
-    AND CAST(line AS VARCHAR) NOT LIKE 'Async%' AND dur_ns > 0
+    AND line NOT LIKE 'Async%' AND dur_ns > 0
 ),
 win AS (SELECT min(s) AS ws, max(e) AS we FROM iv WHERE NOT is_comm),
 clipped AS (

@@ -25,7 +25,7 @@ WITH s AS (
 o AS (
   SELECT step, count(*) AS op_count, sum(CASE WHEN dur_ns < {{tiny_us}} * 1000 THEN 1 ELSE 0 END) AS tiny_ops,
          sum(CASE WHEN dur_ns < {{tiny_us}} * 1000 THEN dur_ns ELSE 0 END) AS tiny_ns
-  FROM ops WHERE run_id = {{run_id}} AND step IS NOT NULL AND CAST(line AS VARCHAR) NOT LIKE 'Async%'
+  FROM ops WHERE run_id = {{run_id}} AND step IS NOT NULL AND line NOT LIKE 'Async%'
   GROUP BY step
 )
 SELECT s.step, s.dur_ns, coalesce(o.op_count, 0) AS op_count, coalesce(o.tiny_ops, 0) AS tiny_ops,
