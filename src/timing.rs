@@ -40,10 +40,7 @@ pub fn stage_done(stage: &str, since: &mut Instant) {
     if enabled() {
         let (now, peak) = rss_mib();
         let (cpu, faults) = cpu_and_faults();
-        eprintln!(
-            "profq: timing: {stage}: {:.3} s (so far: CPU {cpu:.2} s, {faults} faults; RSS {now} MiB, peak {peak} MiB)",
-            since.elapsed().as_secs_f64()
-        );
+        eprintln!("profq: timing: {stage}: {:.3} s (so far: CPU {cpu:.2} s, {faults} faults; RSS {now} MiB, peak {peak} MiB)", since.elapsed().as_secs_f64());
     }
     *since = Instant::now();
 }

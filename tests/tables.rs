@@ -180,53 +180,40 @@ fn every_shared_fixture_ingests() {
     let runs = sql(&store, "SELECT count(*) AS n, sum(CASE WHEN num_complete_events > 0 THEN 1 ELSE 0 END) AS nonempty FROM runs");
     assert_eq!(as_i64(&runs[0]["n"]), expected);
     assert_eq!(as_i64(&runs[0]["nonempty"]), expected);
-    // event_totals is the events table summed per (host, plane, line, name, op category),
-    // in every run: no row of one is missing from, or differs in, the other.
-    let mismatched = sql(
+    // Each totals table is its detail table summed, in every run: no row of one is missing
+    // from, or differs in, the other.
+    assert_same_rows(
         &store,
-        "WITH e AS (
-           SELECT e.run_id, e.host, e.plane, e.line, e.name, CAST(o.category AS VARCHAR) AS op_category, count(*) AS count,
-                  sum(e.dur_ns) AS dur_ns, sum(e.self_ns) AS self_ns, min(e.start_ns) AS first_start_ns, max(e.start_ns + e.dur_ns) AS last_end_ns
-           FROM events e LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
-           GROUP BY e.run_id, e.host, e.plane, e.line, e.name, o.category),
-         t AS (SELECT run_id, host, plane, line, name, CAST(op_category AS VARCHAR) AS op_category, count, dur_ns, self_ns, first_start_ns, last_end_ns FROM event_totals)
-         SELECT (SELECT count(*) FROM (SELECT * FROM e EXCEPT SELECT * FROM t)) + (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM e)) AS n,
-                (SELECT count(*) FROM t) AS rows",
+        "event_totals",
+        "SELECT e.run_id, e.host, e.plane, e.line, e.name, CAST(o.category AS VARCHAR) AS op_category, count(*) AS count,
+                sum(e.dur_ns) AS dur_ns, sum(e.self_ns) AS self_ns, min(e.start_ns) AS first_start_ns, max(e.start_ns + e.dur_ns) AS last_end_ns
+         FROM events e LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
+         GROUP BY e.run_id, e.host, e.plane, e.line, e.name, o.category",
+        "SELECT run_id, host, plane, line, name, CAST(op_category AS VARCHAR) AS op_category, count, dur_ns, self_ns, first_start_ns, last_end_ns
+         FROM event_totals",
     );
-    assert_eq!(as_i64(&mismatched[0]["n"]), 0, "event_totals differs from the events it sums");
-    assert!(as_i64(&mismatched[0]["rows"]) > 0);
-    // op_totals is the ops table summed per distinct op of a device, in every run.
     let keys = "run_id, host, device, hlo_op, hlo_module, program_id, opcode, category, collective_kind, tf_op, region_path, pass, shape, source";
-    let mismatched = sql(
+    assert_same_rows(
         &store,
+        "op_totals",
         &format!(
-            "WITH o AS (
-               SELECT {keys}, count(*) AS count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, max(dur_ns) AS max_dur_ns,
-                      min(start_ns) AS first_start_ns, min(step) AS first_step
-               FROM ops GROUP BY {keys}),
-             t AS (
-               SELECT {keys}, sum(count) AS count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, max(max_dur_ns) AS max_dur_ns,
-                      min(first_start_ns) AS first_start_ns, min(first_step) AS first_step
-               FROM op_totals GROUP BY {keys})
-             SELECT (SELECT count(*) FROM (SELECT * FROM o EXCEPT SELECT * FROM t)) + (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM o)) AS n,
-                    (SELECT count(*) FROM t) AS rows"
+            "SELECT {keys}, count(*) AS count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, max(dur_ns) AS max_dur_ns,
+                    min(start_ns) AS first_start_ns, min(step) AS first_step
+             FROM ops GROUP BY {keys}"
+        ),
+        &format!(
+            "SELECT {keys}, sum(count) AS count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, max(max_dur_ns) AS max_dur_ns,
+                    min(first_start_ns) AS first_start_ns, min(first_step) AS first_step
+             FROM op_totals GROUP BY {keys}"
         ),
     );
-    assert_eq!(as_i64(&mismatched[0]["n"]), 0, "op_totals differs from the ops it sums");
-    assert!(as_i64(&mismatched[0]["rows"]) > 0);
-    // gap_totals is the gaps table summed per (line, marker, payload), in every run.
     let keys = "run_id, host, device, line, marker_op, payload_op, payload_tf_op, payload_region_path";
-    let mismatched = sql(
+    assert_same_rows(
         &store,
-        &format!(
-            "WITH g AS (SELECT {keys}, count(*) AS count, sum(gap_ns) AS gap_ns, max(gap_ns) AS max_gap_ns FROM gaps GROUP BY {keys}),
-             t AS (SELECT {keys}, sum(count) AS count, sum(gap_ns) AS gap_ns, max(max_gap_ns) AS max_gap_ns FROM gap_totals GROUP BY {keys})
-             SELECT (SELECT count(*) FROM (SELECT * FROM g EXCEPT SELECT * FROM t)) + (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM g)) AS n,
-                    (SELECT count(*) FROM t) AS rows"
-        ),
+        "gap_totals",
+        &format!("SELECT {keys}, count(*) AS count, sum(gap_ns) AS gap_ns, max(gap_ns) AS max_gap_ns FROM gaps GROUP BY {keys}"),
+        &format!("SELECT {keys}, sum(count) AS count, sum(gap_ns) AS gap_ns, max(max_gap_ns) AS max_gap_ns FROM gap_totals GROUP BY {keys}"),
     );
-    assert_eq!(as_i64(&mismatched[0]["n"]), 0, "gap_totals differs from the gaps it sums");
-    assert!(as_i64(&mismatched[0]["rows"]) > 0);
     // shape_churn's compiles: the four jit_train_step programs all ran ops in the capture.
     if shared("jax_cpu/shape_churn").is_some() {
         let programs = sql(&store, "SELECT count(DISTINCT program_id) AS n FROM ops WHERE run_id = 'shape_churn' AND hlo_module = 'jit_train_step'");
@@ -260,4 +247,19 @@ fn a_multi_host_session_is_one_run() {
     assert_eq!(doc["run_metadata"]["num_hosts"], 3);
     let hosts: Vec<&str> = doc["profq_per_host"].as_array().unwrap().iter().map(|h| h["host"].as_str().unwrap()).collect();
     assert_eq!(hosts, ["worker-0", "worker-1", "worker-2"]);
+}
+
+/// Asserts that `expected` (a detail table summed) and `totals` (its totals table) give the
+/// same rows, NULLs equal, and that there are some.
+fn assert_same_rows(store: &std::path::Path, table: &str, expected: &str, totals: &str) {
+    let found = sql(
+        store,
+        &format!(
+            "WITH e AS ({expected}), t AS ({totals})
+             SELECT (SELECT count(*) FROM (SELECT * FROM e EXCEPT SELECT * FROM t)) + (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM e)) AS n,
+                    (SELECT count(*) FROM t) AS rows"
+        ),
+    );
+    assert_eq!(as_i64(&found[0]["n"]), 0, "{table} differs from the rows it sums");
+    assert!(as_i64(&found[0]["rows"]) > 0, "{table} is empty");
 }
