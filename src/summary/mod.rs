@@ -169,6 +169,7 @@ pub fn iso_utc(epoch_ns: i64) -> String {
 
 /// Builds the profile_summary.v1 document of one run.
 pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions) -> Result<Value, QueryError> {
+    let mut clock = std::time::Instant::now();
     let a = Analyst::new(engine, run_id);
     let n = opts.hot_op_limit;
     let warmup = ("warmup_steps", opts.warmup_steps.to_string());
@@ -432,7 +433,7 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
     });
     let cands = candidates::optimization_candidates(&doc);
     doc.as_object_mut().unwrap().insert("optimization_candidates".into(), Value::Array(cands));
-    crate::timing::stage_done("queries and summary", &mut std::time::Instant::now());
+    crate::timing::stage_done("queries and summary", &mut clock);
     Ok(doc)
 }
 

@@ -247,18 +247,24 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
     )
 }
 
-/// A dictionary column over the part's [`derive::LocalStrings`] (region paths, sources).
-fn local_dict(d: &derive::PartDerived, ids: impl Iterator<Item = u32>) -> ArrayRef {
+/// The part's [`derive::LocalStrings`] (region paths, sources): the dictionary values that
+/// [`local_dict`] columns share.
+fn local_strings(d: &derive::PartDerived) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(d.strings.values.iter()))
+}
+
+/// A dictionary column of local string ids over `values` (from [`local_strings`]).
+fn local_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
     let keys = dict_keys(ids.map(|id| (id != NO_STR).then_some(id as i32)));
-    let values: ArrayRef = Arc::new(StringArray::from_iter_values(d.strings.values.iter()));
-    Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, values).expect("local string ids are in range"))
+    Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, values.clone()).expect("local string ids are in range"))
 }
 
 fn ops_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let ops = &d.ops;
-    let region_paths = local_dict(d, ops.iter().map(|o| o.region_path));
-    let sources = local_dict(d, ops.iter().map(|o| o.source));
+    let locals = local_strings(d);
+    let region_paths = local_dict(&locals, ops.iter().map(|o| o.region_path));
+    let sources = local_dict(&locals, ops.iter().map(|o| o.source));
     batch(
         "ops",
         vec![
@@ -400,7 +406,7 @@ fn gaps_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch>
             i64s(g.iter().map(|x| payload(x).event_id)),
             dict.encode(g.iter().map(|x| payload(x).hlo_op)),
             dict.encode(g.iter().map(|x| payload(x).tf_op)),
-            local_dict(d, g.iter().map(|x| payload(x).region_path)),
+            local_dict(&local_strings(d), g.iter().map(|x| payload(x).region_path)),
         ],
     )
 }
@@ -419,7 +425,7 @@ fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Record
             dict.encode(t.iter().map(|x| marker(x).hlo_op)),
             dict.encode(t.iter().map(|x| payload(x).hlo_op)),
             dict.encode(t.iter().map(|x| payload(x).tf_op)),
-            local_dict(d, t.iter().map(|x| payload(x).region_path)),
+            local_dict(&local_strings(d), t.iter().map(|x| payload(x).region_path)),
             i64s(t.iter().map(|x| x.count)),
             i64s(t.iter().map(|x| x.gap_ns)),
             i64s(t.iter().map(|x| x.max_gap_ns)),
@@ -431,6 +437,7 @@ fn op_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordB
     let mut dict = DictEncoder::new(&capture.strings);
     let t = &d.op_totals;
     let op = |x: &derive::OpTotal| &d.ops[x.example];
+    let locals = local_strings(d);
     batch(
         "op_totals",
         vec![
@@ -443,10 +450,10 @@ fn op_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordB
             static_dict(t.iter().map(|x| Some(op(x).category))),
             static_dict(t.iter().map(|x| op(x).collective_kind)),
             dict.encode(t.iter().map(|x| op(x).tf_op)),
-            local_dict(d, t.iter().map(|x| op(x).region_path)),
+            local_dict(&locals, t.iter().map(|x| op(x).region_path)),
             static_dict(t.iter().map(|x| Some(op(x).pass))),
             dict.encode(t.iter().map(|x| op(x).shape)),
-            local_dict(d, t.iter().map(|x| op(x).source)),
+            local_dict(&locals, t.iter().map(|x| op(x).source)),
             i64s(t.iter().map(|x| x.count)),
             i64s(t.iter().map(|x| x.dur_ns)),
             i64s(t.iter().map(|x| x.self_ns)),
