@@ -939,11 +939,12 @@ fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
 
 /// `gaps` summed per (host, device, line, marker op, payload op, payload scope and region).
 fn gap_totals(gaps: &[Gap], ops: &[Op]) -> Vec<GapTotal> {
-    let key = |g: &Gap| {
+    type Key = (u32, u32, u32, u32, u32, u32, u32);
+    let key = |g: &Gap| -> Key {
         let (marker, payload) = (&ops[g.marker], &ops[g.payload]);
         (marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path)
     };
-    let mut index: FxHashMap<(u32, u32, u32, u32, u32, u32, u32), usize> = FxHashMap::default();
+    let mut index: FxHashMap<Key, usize> = FxHashMap::default();
     let mut rows: Vec<GapTotal> = Vec::new();
     for (k, gap) in gaps.iter().enumerate() {
         let slot = *index.entry(key(gap)).or_insert_with(|| {
