@@ -11,10 +11,16 @@
 --   kind     run_ids | source_file_hints
 --   value    the stat value
 --   rank     1 for the most frequent
+-- The rank is the value's position in its list (the lists are stored most frequent first,
+-- ties by value), so the order never depends on how rows happen to flow through a plan.
 WITH r AS (SELECT launch_run_ids, source_file_hints FROM runs WHERE run_id = {{run_id}}),
-v AS (
-  SELECT 'run_ids' AS kind, unnest(launch_run_ids) AS value FROM r
+positions AS (
+  SELECT 'run_ids' AS kind, launch_run_ids AS list,
+         unnest(generate_series(1, CAST(coalesce(array_length(launch_run_ids), 0) AS BIGINT))) AS pos
+  FROM r
   UNION ALL
-  SELECT 'source_file_hints' AS kind, unnest(source_file_hints) AS value FROM r
+  SELECT 'source_file_hints' AS kind, source_file_hints AS list,
+         unnest(generate_series(1, CAST(coalesce(array_length(source_file_hints), 0) AS BIGINT))) AS pos
+  FROM r
 )
-SELECT kind, value, row_number() OVER (PARTITION BY kind) AS rank FROM v ORDER BY kind
+SELECT kind, array_element(list, pos) AS value, pos AS rank FROM positions ORDER BY kind, rank
