@@ -917,14 +917,8 @@ fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
     let key = |o: &Op| -> Key {
         ((o.host, o.device, o.hlo_op, o.hlo_module, o.program_id, o.opcode), (o.category, o.collective_kind, o.tf_op, o.region_path, o.pass, o.shape, o.source))
     };
-    let mut index: FxHashMap<Key, usize> = FxHashMap::default();
-    let mut rows: Vec<OpTotal> = Vec::new();
-    for (k, op) in ops.iter().enumerate() {
-        let slot = *index.entry(key(op)).or_insert_with(|| {
-            rows.push(OpTotal { example: k, count: 0, dur_ns: 0, self_ns: 0, max_dur_ns: i64::MIN, first_start_ns: i64::MAX, first_step: NULL_I64 });
-            rows.len() - 1
-        });
-        let t = &mut rows[slot];
+    let start = |k| OpTotal { example: k, count: 0, dur_ns: 0, self_ns: 0, max_dur_ns: i64::MIN, first_start_ns: i64::MAX, first_step: NULL_I64 };
+    group_rows(ops, key, start, |t, op| {
         t.count += 1;
         t.dur_ns = t.dur_ns.saturating_add(op.dur_ns);
         t.self_ns = t.self_ns.saturating_add(op.self_ns);
@@ -933,8 +927,7 @@ fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
         if op.step != NULL_I64 && (t.first_step == NULL_I64 || op.step < t.first_step) {
             t.first_step = op.step;
         }
-    }
-    rows
+    })
 }
 
 /// `gaps` summed per (host, device, line, marker op, payload op, payload scope and region).
@@ -944,17 +937,29 @@ fn gap_totals(gaps: &[Gap], ops: &[Op]) -> Vec<GapTotal> {
         let (marker, payload) = (&ops[g.marker], &ops[g.payload]);
         (marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path)
     };
-    let mut index: FxHashMap<Key, usize> = FxHashMap::default();
-    let mut rows: Vec<GapTotal> = Vec::new();
-    for (k, gap) in gaps.iter().enumerate() {
-        let slot = *index.entry(key(gap)).or_insert_with(|| {
-            rows.push(GapTotal { example: k, count: 0, gap_ns: 0, max_gap_ns: i64::MIN });
+    group_rows(
+        gaps,
+        key,
+        |k| GapTotal { example: k, count: 0, gap_ns: 0, max_gap_ns: i64::MIN },
+        |t, gap| {
+            t.count += 1;
+            t.gap_ns = t.gap_ns.saturating_add(gap.gap_ns);
+            t.max_gap_ns = t.max_gap_ns.max(gap.gap_ns);
+        },
+    )
+}
+
+/// One row per distinct `key` of `items`, in order of first appearance: `start` makes a
+/// row from the index of its first item, `add` folds every item of the row into it.
+fn group_rows<T, K: std::hash::Hash + Eq, R>(items: &[T], key: impl Fn(&T) -> K, start: impl Fn(usize) -> R, mut add: impl FnMut(&mut R, &T)) -> Vec<R> {
+    let mut index: FxHashMap<K, usize> = FxHashMap::default();
+    let mut rows: Vec<R> = Vec::new();
+    for (k, item) in items.iter().enumerate() {
+        let slot = *index.entry(key(item)).or_insert_with(|| {
+            rows.push(start(k));
             rows.len() - 1
         });
-        let t = &mut rows[slot];
-        t.count += 1;
-        t.gap_ns = t.gap_ns.saturating_add(gap.gap_ns);
-        t.max_gap_ns = t.max_gap_ns.max(gap.gap_ns);
+        add(&mut rows[slot], item);
     }
     rows
 }

@@ -113,15 +113,17 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
 
 /// The tables made of a part's ops (`ops`, the largest, built beside the five others).
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
+    // One values array for every local-string column of the part's tables.
+    let locals = &local_strings(part);
     let (ops, others) = std::thread::scope(|s| {
-        let ops = s.spawn(|| ops_batch(capture, part));
+        let ops = s.spawn(|| ops_batch(capture, part, locals));
         let others = (|| -> Result<[RecordBatch; 5]> {
             Ok([
                 collectives_batch(capture, part)?,
-                gaps_batch(capture, part)?,
+                gaps_batch(capture, part, locals)?,
                 event_totals_batch(capture, part)?,
-                op_totals_batch(capture, part)?,
-                gap_totals_batch(capture, part)?,
+                op_totals_batch(capture, part, locals)?,
+                gap_totals_batch(capture, part, locals)?,
             ])
         })();
         (ops.join().expect("ops table builder panicked"), others)
@@ -259,12 +261,11 @@ fn local_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
     Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, values.clone()).expect("local string ids are in range"))
 }
 
-fn ops_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let ops = &d.ops;
-    let locals = local_strings(d);
-    let region_paths = local_dict(&locals, ops.iter().map(|o| o.region_path));
-    let sources = local_dict(&locals, ops.iter().map(|o| o.source));
+    let region_paths = local_dict(locals, ops.iter().map(|o| o.region_path));
+    let sources = local_dict(locals, ops.iter().map(|o| o.source));
     batch(
         "ops",
         vec![
@@ -387,7 +388,7 @@ fn event_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Reco
     )
 }
 
-fn gaps_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let g = &d.gaps;
     let marker = |x: &derive::Gap| &d.ops[x.marker];
@@ -406,12 +407,12 @@ fn gaps_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch>
             i64s(g.iter().map(|x| payload(x).event_id)),
             dict.encode(g.iter().map(|x| payload(x).hlo_op)),
             dict.encode(g.iter().map(|x| payload(x).tf_op)),
-            local_dict(&local_strings(d), g.iter().map(|x| payload(x).region_path)),
+            local_dict(locals, g.iter().map(|x| payload(x).region_path)),
         ],
     )
 }
 
-fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let t = &d.gap_totals;
     let marker = |x: &derive::GapTotal| &d.ops[d.gaps[x.example].marker];
@@ -425,7 +426,7 @@ fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Record
             dict.encode(t.iter().map(|x| marker(x).hlo_op)),
             dict.encode(t.iter().map(|x| payload(x).hlo_op)),
             dict.encode(t.iter().map(|x| payload(x).tf_op)),
-            local_dict(&local_strings(d), t.iter().map(|x| payload(x).region_path)),
+            local_dict(locals, t.iter().map(|x| payload(x).region_path)),
             i64s(t.iter().map(|x| x.count)),
             i64s(t.iter().map(|x| x.gap_ns)),
             i64s(t.iter().map(|x| x.max_gap_ns)),
@@ -433,11 +434,10 @@ fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Record
     )
 }
 
-fn op_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+fn op_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let t = &d.op_totals;
     let op = |x: &derive::OpTotal| &d.ops[x.example];
-    let locals = local_strings(d);
     batch(
         "op_totals",
         vec![
@@ -450,10 +450,10 @@ fn op_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordB
             static_dict(t.iter().map(|x| Some(op(x).category))),
             static_dict(t.iter().map(|x| op(x).collective_kind)),
             dict.encode(t.iter().map(|x| op(x).tf_op)),
-            local_dict(&locals, t.iter().map(|x| op(x).region_path)),
+            local_dict(locals, t.iter().map(|x| op(x).region_path)),
             static_dict(t.iter().map(|x| Some(op(x).pass))),
             dict.encode(t.iter().map(|x| op(x).shape)),
-            local_dict(&locals, t.iter().map(|x| op(x).source)),
+            local_dict(locals, t.iter().map(|x| op(x).source)),
             i64s(t.iter().map(|x| x.count)),
             i64s(t.iter().map(|x| x.dur_ns)),
             i64s(t.iter().map(|x| x.self_ns)),
