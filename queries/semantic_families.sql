@@ -23,6 +23,9 @@
 --   example_op             the family's op with the most self time (ties: name)
 --   dominant_shape         most common shape in the family (ties: smallest text)
 --   distinct_ops           distinct op names
+--   flop_proxy_total       Σ flop_proxy(family, shape_signature(shape)) × executions: the
+--                          reference's coarse work measure (not FLOPs); NULL when no op of
+--                          the family has a shape giving one
 -- Executions are first summed per distinct (op, scope, opcode, kind, shape); the rules then
 -- run once per such group, never per execution. Ops without a name are left out.
 WITH o AS (
@@ -59,12 +62,15 @@ f AS (
     END AS family
   FROM kinds
 ),
+worked AS (
+  SELECT *, flop_proxy(family, shape_signature(shape)) * n AS proxy_work FROM f
+),
 -- The example op and dominant shape are picked by window functions, so `f` (and the scan of
 -- the ops under it) runs once: DataFusion runs a CTE again for every reference to it.
 counted AS (
   SELECT *, sum(self_ns) OVER (PARTITION BY family, hlo_op) AS op_self_ns, sum(n) OVER (PARTITION BY family, shape) AS shape_n,
          sum(self_ns) OVER () AS grand_self_ns
-  FROM f
+  FROM worked
 ),
 picked AS (
   SELECT *,
@@ -75,7 +81,8 @@ picked AS (
 SELECT family, sum(n) AS count, sum(dur_ns) AS total_ns, sum(self_ns) AS self_ns,
        CASE WHEN min(grand_self_ns) > 0 THEN CAST(sum(self_ns) AS DOUBLE) / min(grand_self_ns) ELSE 0.0 END AS share_of_total,
        CAST(sum(dur_ns) AS DOUBLE) / sum(n) AS avg_ns, CAST(sum(self_ns) AS DOUBLE) / sum(n) AS avg_self_ns,
-       min(example_op) AS example_op, min(dominant_shape) AS dominant_shape, count(DISTINCT hlo_op) AS distinct_ops
+       min(example_op) AS example_op, min(dominant_shape) AS dominant_shape, count(DISTINCT hlo_op) AS distinct_ops,
+       sum(proxy_work) AS flop_proxy_total
 FROM picked
 GROUP BY family
 ORDER BY self_ns DESC, family

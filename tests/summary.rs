@@ -449,6 +449,34 @@ fn kineto_h100_capture_summarizes() {
     assert!(hot.iter().any(|h| h["name"].as_str().unwrap().contains("gemm") || h["name"].as_str().unwrap().contains("Kernel")), "{hot:?}");
 }
 
+/// The FLOP proxy follows the reference's rules: on the TPU capture each hot op's proxy per
+/// invocation equals the seed tool's, and a family whose ops all made the seed's truncated
+/// hot-op list (there: `collective`, the same 12 all-reduces) has the seed's total.
+#[test]
+fn flop_proxies_match_the_seed_tool() {
+    let Some(dir) = shared("public/openxla-xprof/tpu_v6e_jax_inference") else { return };
+    let s = summarize(&dir.join("tpu_inference_2.xplane.pb"), &[]);
+    let seed: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("seed/xplane.summary.json")).unwrap()).unwrap();
+    let mut compared = 0;
+    for theirs in seed["hot_ops"].as_array().unwrap() {
+        if let Some(ours) = s["hot_ops"].as_array().unwrap().iter().find(|h| h["name"] == theirs["name"]) {
+            assert_eq!(ours["flop_proxy_per_invocation"], theirs["flop_proxy_per_invocation"], "{}", theirs["name"]);
+            compared += 1;
+        }
+    }
+    assert!(compared >= 5, "hot ops in common: {compared}");
+    let family = |doc: &Value, name: &str| doc["semantic_families"].as_array().unwrap().iter().find(|x| x["family"] == name).cloned().unwrap();
+    let (ours, theirs) = (family(&s, "collective"), family(&seed, "collective"));
+    assert_eq!(ours["count"], theirs["count"]);
+    assert_eq!(ours["flop_proxy_total"], theirs["flop_proxy_total"]);
+    let ratio = f(&ours["time_per_flop_proxy"]) / f(&theirs["time_per_flop_proxy"]);
+    assert!((ratio - 1.0).abs() < 0.01, "time per proxy: ours {} seed {}", ours["time_per_flop_proxy"], theirs["time_per_flop_proxy"]);
+    for fam in s["semantic_families"].as_array().unwrap() {
+        let total = f(&fam["flop_proxy_total"]);
+        assert!(total > 0.0 && (f(&fam["time_per_flop_proxy"]) - f(&fam["exclusive_duration"]) / total).abs() < 1e-12, "{fam}");
+    }
+}
+
 #[test]
 fn every_real_fixture_summarizes() {
     let mut inputs: Vec<std::path::PathBuf> = JAX_CPU_CAPTURES.iter().map(|n| jax_cpu(n)).chain(JAX_GPU_CAPTURES.iter().map(|n| jax_gpu(n))).collect();

@@ -5,6 +5,7 @@
 //! neither create, change nor copy data, and no table function reading other files exists.
 
 pub mod deferred;
+pub mod functions;
 pub mod queries;
 
 use crate::tables::{schema, RunTables};
@@ -81,6 +82,7 @@ impl Engine {
     pub async fn open_with(store_root: &Path, spread: Spread) -> Result<Engine, QueryError> {
         let config = session_config(spread.partitions()).with_information_schema(true);
         let ctx = SessionContext::new_with_config(config);
+        functions::register(&ctx);
         for t in schema::TABLES {
             let dir = store_root.join(t.name);
             let has_files = std::fs::read_dir(&dir).map(|mut rd| rd.next().is_some()).unwrap_or(false);
@@ -111,6 +113,7 @@ impl Engine {
         use datafusion::arrow::array::{ArrayRef, StringArray};
         let partitions = spread.partitions();
         let ctx = SessionContext::new_with_config(session_config(partitions));
+        functions::register(&ctx);
         for t in schema::TABLES {
             let full = table_schema(t);
             if t.name == "events" && runs.iter().any(|(tables, _)| tables.deferred_events.is_some()) {

@@ -9,6 +9,7 @@ pub mod candidates;
 pub mod query;
 pub mod steps;
 
+use crate::engine::functions::{flop_proxy, proxy_family_of_name, shape_signature};
 use crate::engine::{Engine, QueryError};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -122,32 +123,6 @@ fn text(row: &Row, key: &str) -> Value {
     row.get(key).cloned().unwrap_or(Value::Null)
 }
 
-/// `f32[8,128]` / `(f32[8], s32[])` → the reference's shape signature `8,128` / `8|`.
-pub fn shape_signature(shape: &str) -> Option<String> {
-    let mut dims = Vec::new();
-    let mut rest = shape;
-    while let Some(open) = rest.find('[') {
-        let close = rest[open..].find(']')? + open;
-        dims.push(rest[open + 1..close].replace(' ', ""));
-        rest = &rest[close + 1..];
-    }
-    (!dims.is_empty()).then(|| dims.join("|"))
-}
-
-/// Coarse work proxy of the reference: the largest product of dims over the shapes.
-pub fn flop_proxy(signature: &str) -> Option<f64> {
-    let best = signature
-        .split('|')
-        .map(|dims| {
-            if dims.is_empty() {
-                return 1.0;
-            }
-            dims.split(',').map(|d| d.trim().parse::<f64>().unwrap_or(0.0)).map(|d| if d <= 0.0 { 0.0 } else { d }).product::<f64>()
-        })
-        .fold(0.0, f64::max);
-    (best > 0.0 && best.is_finite()).then_some(best)
-}
-
 /// ISO-8601 UTC with microseconds and a `Z` suffix.
 pub fn iso_utc(epoch_ns: i64) -> String {
     let secs = epoch_ns.div_euclid(1_000_000_000);
@@ -243,7 +218,8 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
         .iter()
         .map(|r| {
             let sig = r.get("shape").and_then(Value::as_str).and_then(shape_signature);
-            let proxy = sig.as_deref().and_then(flop_proxy);
+            let family = r.get("hlo_op").and_then(Value::as_str).and_then(proxy_family_of_name);
+            let proxy = sig.as_deref().and_then(|s| flop_proxy(family, s));
             json!({
                 "name": text(r, "hlo_op"), "canonical_name": text(r, "canonical_name"), "category": text(r, "category"),
                 "count": text(r, "count"), "total_duration": us(r, "total_ns"), "exclusive_duration": us(r, "self_ns"),
@@ -256,12 +232,14 @@ pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &
     let semantic_families: Vec<Value> = families
         .iter()
         .map(|r| {
+            let work = r.get("flop_proxy_total").and_then(Value::as_f64).filter(|w| *w > 0.0);
+            let time_per_work = work.map(|w| f(r, "self_ns") / 1000.0 / w);
             json!({
                 "family": text(r, "family"), "count": text(r, "count"), "total_duration": us(r, "total_ns"),
                 "exclusive_duration": us(r, "self_ns"), "share_of_total": f(r, "share_of_total"), "avg_duration": us(r, "avg_ns"),
                 "avg_exclusive_duration": us(r, "avg_self_ns"), "example_op": text(r, "example_op"),
                 "dominant_shape_signature": r.get("dominant_shape").and_then(Value::as_str).and_then(shape_signature),
-                "flop_proxy_total": null, "time_per_flop_proxy": null,
+                "flop_proxy_total": work, "time_per_flop_proxy": time_per_work,
             })
         })
         .collect();
@@ -473,11 +451,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn signatures_and_time() {
-        assert_eq!(shape_signature("f32[8,128]").as_deref(), Some("8,128"));
-        assert_eq!(shape_signature("(f32[8], s32[])").as_deref(), Some("8|"));
-        assert_eq!(flop_proxy("8,128|4"), Some(1024.0));
-        assert_eq!(flop_proxy("0,512|0,128256"), None);
+    fn iso_times() {
         assert_eq!(iso_utc(1_786_190_400_123_456_000), "2026-08-08T12:00:00.123456Z");
     }
 }

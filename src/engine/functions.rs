@@ -1,0 +1,124 @@
+//! SQL functions profq adds to every engine, so named queries and ad-hoc SQL share them:
+//! `shape_signature(shape)` and `flop_proxy(family, signature)`, the reference's coarse
+//! work measure (reference §3.12). They are Rust because SQL cannot fold over a shape's
+//! dims, and the summary needs the same rules outside SQL.
+
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::DataFusionError;
+use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use datafusion::prelude::SessionContext;
+use std::sync::Arc;
+
+/// Registers profq's functions on a session.
+pub fn register(ctx: &SessionContext) {
+    ctx.register_udf(create_udf("shape_signature", vec![DataType::Utf8], DataType::Utf8, Volatility::Immutable, Arc::new(shape_signature_udf)));
+    ctx.register_udf(create_udf("flop_proxy", vec![DataType::Utf8, DataType::Utf8], DataType::Float64, Volatility::Immutable, Arc::new(flop_proxy_udf)));
+}
+
+fn strings(arg: &ArrayRef) -> Result<StringArray, DataFusionError> {
+    let utf8 = cast(arg, &DataType::Utf8)?;
+    Ok(utf8.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray").clone())
+}
+
+fn shape_signature_udf(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
+    let arrays = ColumnarValue::values_to_arrays(args)?;
+    let shapes = strings(&arrays[0])?;
+    let out: StringArray = shapes.iter().map(|s| s.and_then(shape_signature)).collect();
+    Ok(ColumnarValue::Array(Arc::new(out)))
+}
+
+fn flop_proxy_udf(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
+    let arrays = ColumnarValue::values_to_arrays(args)?;
+    let (families, signatures) = (strings(&arrays[0])?, strings(&arrays[1])?);
+    let out: Float64Array = families.iter().zip(signatures.iter()).map(|(family, sig)| sig.and_then(|s| flop_proxy(family, s))).collect();
+    Ok(ColumnarValue::Array(Arc::new(out)))
+}
+
+/// `f32[8,128]` / `(f32[8], s32[])` → the reference's shape signature `8,128` / `8|`: each
+/// shape's dims without spaces, joined by `|`; None without any shape.
+pub fn shape_signature(shape: &str) -> Option<String> {
+    let mut dims = Vec::new();
+    let mut rest = shape;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..].find(']')? + open;
+        dims.push(rest[open + 1..close].replace(' ', ""));
+        rest = &rest[close + 1..];
+    }
+    (!dims.is_empty()).then(|| dims.join("|"))
+}
+
+/// The family the reference reads from an op's name alone (its base list), where that family
+/// changes the proxy: the attention kernels and the cross-entropy loss. Hot ops use it.
+pub fn proxy_family_of_name(name: &str) -> Option<&'static str> {
+    let lower = name.trim_start_matches('%').to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    if has(&["splash_mha", "splash_attention"]) {
+        Some("attention_splash")
+    } else if has(&["flash_attention", "fused_attention", "fa4_cute"]) {
+        Some("attention_flash")
+    } else if has(&["linear_softmax_cross_entropy_loss", "softmax_cross_entropy", "xent"]) {
+        Some("loss_xent")
+    } else {
+        None
+    }
+}
+
+/// The reference's FLOP proxy of one invocation with shape `signature` in `family`: a coarse
+/// relative measure of work, not FLOPs.
+/// * attention families (`attention_*`) with rank-4 shapes: 2·B·H·S²·(d_qk + d_v), B, H, S
+///   the largest positive dims 0, 1, 2 of those shapes, d_qk the largest dim 3, d_v the smallest;
+/// * `loss_xent` with shapes of rank ≥ 2: 2·rows·cols, the largest positive dims 0 and 1;
+/// * otherwise the largest product of dims over the shapes (a dim ≤ 0 makes a product 0).
+///
+/// None when the result is 0 or not finite.
+pub fn flop_proxy(family: Option<&str>, signature: &str) -> Option<f64> {
+    let shapes: Vec<Vec<f64>> = signature
+        .split('|')
+        .map(|dims| if dims.is_empty() { Vec::new() } else { dims.split(',').map(|d| d.trim().parse::<i64>().map_or(0.0, |v| v as f64)).collect() })
+        .collect();
+    let largest_positive = |of: &[&Vec<f64>], axis: usize| of.iter().map(|s| s[axis]).filter(|&d| d > 0.0).fold(0.0, f64::max);
+    let family = family.unwrap_or("");
+    let rank4: Vec<&Vec<f64>> = shapes.iter().filter(|s| s.len() == 4).collect();
+    let rank2plus: Vec<&Vec<f64>> = shapes.iter().filter(|s| s.len() >= 2).collect();
+    let proxy = if family.starts_with("attention_") && !rank4.is_empty() {
+        let (b, h, s) = (largest_positive(&rank4, 0), largest_positive(&rank4, 1), largest_positive(&rank4, 2));
+        let d_qk = rank4.iter().map(|s| s[3]).fold(f64::MIN, f64::max);
+        let d_v = rank4.iter().map(|s| s[3]).fold(f64::MAX, f64::min);
+        2.0 * b * h * s * s * (d_qk + d_v)
+    } else if family == "loss_xent" && !rank2plus.is_empty() {
+        2.0 * largest_positive(&rank2plus, 0) * largest_positive(&rank2plus, 1)
+    } else {
+        shapes.iter().map(|dims| dims.iter().map(|&d| d.max(0.0)).product::<f64>()).fold(0.0, f64::max)
+    };
+    (proxy > 0.0 && proxy.is_finite()).then_some(proxy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_signatures() {
+        assert_eq!(shape_signature("f32[8,128]").as_deref(), Some("8,128"));
+        assert_eq!(shape_signature("(f32[8], s32[])").as_deref(), Some("8|"));
+        assert_eq!(shape_signature("token"), None);
+    }
+
+    #[test]
+    fn proxies_follow_the_reference_rules() {
+        assert_eq!(flop_proxy(None, "8,128|4"), Some(1024.0));
+        assert_eq!(flop_proxy(None, "8|"), Some(8.0));
+        // The reference's own cases: dims ≤ 0 are ignored, and nothing positive is left.
+        assert_eq!(flop_proxy(Some("attention_splash"), "0,8,2048,64|0,8,2048,64"), None);
+        assert_eq!(flop_proxy(Some("loss_xent"), "0,512|0,128256"), None);
+        // 2·B·H·S²·(d_qk + d_v) with d_qk = 128, d_v = 64.
+        assert_eq!(flop_proxy(Some("attention_flash"), "2,8,16,128|2,8,16,64"), Some(2.0 * 2.0 * 8.0 * 256.0 * 192.0));
+        // Without rank-4 shapes an attention op falls back to the largest product.
+        assert_eq!(flop_proxy(Some("attention_dense"), "4,4"), Some(16.0));
+        assert_eq!(flop_proxy(Some("loss_xent"), "512,1000|512"), Some(2.0 * 512.0 * 1000.0));
+        assert_eq!(proxy_family_of_name("%splash_mha_fwd.3"), Some("attention_splash"));
+        assert_eq!(proxy_family_of_name("fusion.1"), None);
+    }
+}
