@@ -198,11 +198,7 @@ impl PartSink for StagingSink<'_> {
         let (events, ops) = std::thread::scope(|s| -> Result<(usize, usize), String> {
             let events = s.spawn(|| -> Result<usize, String> {
                 let mut clock = std::time::Instant::now();
-                let batches = tables::events_batches(capture, first_event_id).map_err(|e| format!("building events: {e}"))?;
-                let rows = batches.iter().map(|b| b.num_rows()).sum();
-                if rows > 0 {
-                    store.write_tables(staged, &[("events", batches)])?;
-                }
+                let rows = write_events(capture, first_event_id, staged)?;
                 stage_done("  part events", &mut clock);
                 Ok(rows)
             });
@@ -229,6 +225,35 @@ impl PartSink for StagingSink<'_> {
         self.ops = 0;
         Ok(())
     }
+}
+
+/// Builds and writes the part's `events` table a slice at a time, so that only a few slices'
+/// batches exist at once: one part file per core, each a contiguous run of slices written
+/// by its own thread. Returns the rows written.
+fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Result<usize, String> {
+    let slices = tables::event_slices(capture, first_event_id);
+    let rows: usize = slices.iter().map(|s| s.rows.len()).sum();
+    if rows == 0 {
+        return Ok(0);
+    }
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let files = if rows >= store::PARALLEL_PART_ROWS { workers.min(slices.len()) } else { 1 };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = slices
+            .chunks(slices.len().div_ceil(files))
+            .map(|run| {
+                s.spawn(move || -> Result<(), String> {
+                    let mut writer = store::PartWriter::next_part(staged, "events")?;
+                    for slice in run {
+                        writer.write(&tables::events_slice_batch(capture, slice).map_err(|e| format!("building events: {e}"))?)?;
+                    }
+                    writer.finish()
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err("events writer panicked".into())))
+    })?;
+    Ok(rows)
 }
 
 fn now_ns() -> i64 {

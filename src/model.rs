@@ -137,7 +137,11 @@ impl<T: Nullable> SparseColumn<T> {
     }
     /// The values of events `0..len`.
     pub fn iter(&self, len: usize) -> impl Iterator<Item = T> + '_ {
-        (0..len).map(|i| self.get(i))
+        self.range(0..len)
+    }
+    /// The values of events `rows`.
+    pub fn range(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = T> + '_ {
+        rows.map(|i| self.get(i))
     }
     /// The values set so far, one per event (empty while every event is null).
     pub fn dense_mut(&mut self) -> &mut [T] {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub const PART_FILE: &str = "part-0.parquet";
 
 /// Tables with at least this many rows are written as several part files in parallel.
-const PARALLEL_PART_ROWS: usize = 200_000;
+pub const PARALLEL_PART_ROWS: usize = 200_000;
 
 pub struct Store {
     pub root: PathBuf,
@@ -239,10 +239,48 @@ impl Staged {
 }
 
 fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::RecordBatch]) -> Result<(), String> {
-    let dir = path.parent().expect("part files live in a partition directory");
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let contract = schema::table(table).expect("known table");
+    let mut w = PartWriter::create(path, table)?;
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish()
+}
+
+/// One part file of a table, written a batch at a time (a streamed table never has all its
+/// batches in memory).
+pub struct PartWriter {
+    table: String,
+    writer: ArrowWriter<File>,
+}
+
+impl PartWriter {
+    /// Starts the next part file of `table` in a staged run.
+    pub fn next_part(staged: &Staged, table: &str) -> Result<PartWriter, String> {
+        let number = staged.take_part_numbers(table, 1);
+        PartWriter::create(&staged.dir.join(table).join(format!("run_id={}", staged.run_id)).join(format!("part-{number}.parquet")), table)
+    }
+
+    fn create(path: &Path, table: &str) -> Result<PartWriter, String> {
+        let dir = path.parent().expect("part files live in a partition directory");
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let contract = schema::table(table).expect("known table");
+        let writer = ArrowWriter::try_new(file, schema::arrow_schema(contract), Some(writer_properties(contract))).map_err(|e| format!("{table}: {e}"))?;
+        Ok(PartWriter { table: table.to_string(), writer })
+    }
+
+    pub fn write(&mut self, batch: &arrow::record_batch::RecordBatch) -> Result<(), String> {
+        self.writer.write(batch).map_err(|e| format!("{}: {e}", self.table))
+    }
+
+    /// Closes the file and syncs it to disk.
+    pub fn finish(self) -> Result<(), String> {
+        let f = self.writer.into_inner().map_err(|e| format!("{}: {e}", self.table))?;
+        f.sync_all().map_err(|e| format!("{}: {e}", self.table))
+    }
+}
+
+fn writer_properties(contract: &schema::Table) -> WriterProperties {
     // Dictionary pages only where values repeat (name columns, arg keys): building one for
     // unique numbers is wasted work. Chunk-level statistics are enough for pruning.
     let mut props = WriterProperties::builder()
@@ -266,17 +304,9 @@ fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::Recor
     }
     let arg_key = ColumnPath::from(vec!["args".to_string(), "entries".to_string(), "key".to_string()]);
     let arg_value = ColumnPath::from(vec!["args".to_string(), "entries".to_string(), "value".to_string()]);
-    props = props
+    props
         .set_column_dictionary_enabled(arg_key.clone(), true)
         .set_column_statistics_enabled(arg_key, EnabledStatistics::None)
-        .set_column_statistics_enabled(arg_value, EnabledStatistics::None);
-    let props = props.build();
-    let schema = schema::arrow_schema(contract);
-    let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| format!("{table}: {e}"))?;
-    for b in batches {
-        w.write(b).map_err(|e| format!("{table}: {e}"))?;
-    }
-    let f = w.into_inner().map_err(|e| format!("{table}: {e}"))?;
-    f.sync_all().map_err(|e| format!("{table}: {e}"))?;
-    Ok(())
+        .set_column_statistics_enabled(arg_value, EnabledStatistics::None)
+        .build()
 }

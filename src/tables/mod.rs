@@ -105,8 +105,13 @@ pub fn build_part(capture: &mut Capture, deriver: &mut derive::Deriver) -> Resul
 pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<RecordBatch>> {
     let bases = derive::chunk_bases(capture, first_event_id);
     std::thread::scope(|s| {
-        let handles: Vec<_> =
-            capture.chunks.iter().zip(bases).filter(|(c, _)| !c.is_empty()).map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base))).collect();
+        let handles: Vec<_> = capture
+            .chunks
+            .iter()
+            .zip(bases)
+            .filter(|(c, _)| !c.is_empty())
+            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base, 0..chunk.len())))
+            .collect();
         handles.into_iter().map(|h| h.join().expect("events batch builder panicked")).collect::<Result<Vec<_>>>()
     })
 }
@@ -186,43 +191,76 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
     )
 }
 
-fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBatch> {
+/// Rows per batch of a streamed `events` table ([`event_slices`]): large enough for Parquet's
+/// pages, small enough that only a few batches are in memory at once.
+pub const EVENT_SLICE_ROWS: usize = 1 << 16;
+
+/// A run of consecutive events of one chunk, and the event id of the chunk's first event.
+pub struct EventSlice<'c> {
+    pub chunk: &'c EventChunk,
+    pub base: i64,
+    pub rows: std::ops::Range<usize>,
+}
+
+/// The part's events in file order, as slices of at most [`EVENT_SLICE_ROWS`], so that the
+/// `events` table can be built and written a slice at a time ([`events_slice_batch`]).
+pub fn event_slices(capture: &Capture, first_event_id: i64) -> Vec<EventSlice<'_>> {
+    let bases = derive::chunk_bases(capture, first_event_id);
+    let mut slices = Vec::new();
+    for (chunk, base) in capture.chunks.iter().zip(bases) {
+        for start in (0..chunk.len()).step_by(EVENT_SLICE_ROWS) {
+            slices.push(EventSlice { chunk, base, rows: start..(start + EVENT_SLICE_ROWS).min(chunk.len()) });
+        }
+    }
+    slices
+}
+
+/// The `events` rows of one slice.
+pub fn events_slice_batch(capture: &Capture, slice: &EventSlice) -> Result<RecordBatch> {
+    events_batch(capture, slice.chunk, slice.base, slice.rows.clone())
+}
+
+fn events_batch(capture: &Capture, c: &EventChunk, base: i64, rows: std::ops::Range<usize>) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
-    let n = c.len();
+    let r = || rows.clone();
     let lines = &capture.lines;
     let planes = &capture.planes;
     let plane_of = |i: usize| &planes[lines[c.line[i] as usize].plane as usize];
-    let host = dict.encode((0..n).map(|i| plane_of(i).host));
-    let plane = dict.encode((0..n).map(|i| plane_of(i).name));
-    let device = dict.encode((0..n).map(|i| plane_of(i).device));
-    let line = dict.encode(c.line.iter().map(|&l| lines[l as usize].name));
-    let line_id = i64s(c.line.iter().map(|&l| lines[l as usize].line_id));
-    let name = dict.encode(c.name.iter().copied());
-    let display_name = dict.encode(c.display_name.iter(n));
-    let category = dict.encode(c.category.iter(n));
-    let parent = Arc::new(c.parent.iter().map(|&p| (p != NO_PARENT).then(|| base + p as i64)).collect::<Int64Array>());
-    let hlo_op = dict.encode(c.hlo_op.iter(n));
-    let hlo_module = dict.encode(c.hlo_module.iter(n));
-    let tf_op = dict.encode(c.tf_op.iter(n));
+    let host = dict.encode(r().map(|i| plane_of(i).host));
+    let plane = dict.encode(r().map(|i| plane_of(i).name));
+    let device = dict.encode(r().map(|i| plane_of(i).device));
+    let line = dict.encode(c.line[r()].iter().map(|&l| lines[l as usize].name));
+    let line_id = i64s(c.line[r()].iter().map(|&l| lines[l as usize].line_id));
+    let name = dict.encode(c.name[r()].iter().copied());
+    let display_name = dict.encode(c.display_name.range(r()));
+    let category = dict.encode(c.category.range(r()));
+    let parent = Arc::new(c.parent[r()].iter().map(|&p| (p != NO_PARENT).then(|| base + p as i64)).collect::<Int64Array>());
+    let hlo_op = dict.encode(c.hlo_op.range(r()));
+    let hlo_module = dict.encode(c.hlo_module.range(r()));
+    let tf_op = dict.encode(c.tf_op.range(r()));
 
-    // args: keys from the pool, values straight from the chunk's byte buffer.
-    let mut keys = StringBuilder::with_capacity(c.arg_key.len(), c.arg_key.len() * 8);
-    for &k in &c.arg_key {
+    // args: keys from the pool, values straight from the chunk's byte buffer; the slice's
+    // offsets are rebased to its first arg and first value byte.
+    let (first_arg, end_arg) = (c.arg_offsets[rows.start] as usize, c.arg_offsets[rows.end] as usize);
+    let mut keys = StringBuilder::with_capacity(end_arg - first_arg, (end_arg - first_arg) * 8);
+    for &k in &c.arg_key[first_arg..end_arg] {
         keys.append_value(capture.strings.get(k).unwrap_or(""));
     }
-    let value_offsets: Vec<i32> = c.arg_value_offsets.iter().map(|&o| o as i32).collect();
+    let value_bytes = &c.arg_value_offsets[first_arg..=end_arg];
+    let first_byte = value_bytes[0];
+    let value_offsets: Vec<i32> = value_bytes.iter().map(|&o| (o - first_byte) as i32).collect();
     let values = StringArray::new(
         arrow::buffer::OffsetBuffer::new(arrow::buffer::ScalarBuffer::from(value_offsets)),
-        arrow::buffer::Buffer::from(c.arg_value_bytes.as_slice()),
+        arrow::buffer::Buffer::from(&c.arg_value_bytes[first_byte as usize..value_bytes[value_bytes.len() - 1] as usize]),
         None,
     );
-    let offsets: Vec<i32> = c.arg_offsets.iter().map(|&o| o as i32).collect();
+    let offsets: Vec<i32> = c.arg_offsets[rows.start..=rows.end].iter().map(|&o| (o as usize - first_arg) as i32).collect();
     let args = text_map(offsets, Arc::new(keys.finish()), Arc::new(values));
 
     batch(
         "events",
         vec![
-            i64s((0..n as i64).map(|i| base + i)),
+            i64s(r().map(|i| base + i as i64)),
             host,
             plane,
             device,
@@ -231,19 +269,19 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64) -> Result<RecordBa
             name,
             display_name,
             category,
-            i64s(c.start_ns.iter().copied()),
-            i64s(c.dur_ns.iter().copied()),
-            i64s(c.self_ns.iter().copied()),
-            i64s(c.depth.iter().map(|&d| d as i64)),
+            i64s(c.start_ns[r()].iter().copied()),
+            i64s(c.dur_ns[r()].iter().copied()),
+            i64s(c.self_ns[r()].iter().copied()),
+            i64s(c.depth[r()].iter().map(|&d| d as i64)),
             parent,
             hlo_op,
             hlo_module,
-            nullable_u64s(c.program_id.iter(n)),
+            nullable_u64s(c.program_id.range(r())),
             tf_op,
-            nullable_i64s(c.step.iter(n)),
-            nullable_i64s(c.correlation_id.iter(n)),
-            nullable_i64s(c.device_ordinal.iter(n)),
-            dict.encode(c.src.iter(n)),
+            nullable_i64s(c.step.range(r())),
+            nullable_i64s(c.correlation_id.range(r())),
+            nullable_i64s(c.device_ordinal.range(r())),
+            dict.encode(c.src.range(r())),
             args,
         ],
     )
@@ -462,4 +500,33 @@ fn op_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef
             nullable_i64s(t.iter().map(|x| x.first_step)),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `events` rows built slice by slice equal the rows built for each chunk whole
+    /// (args offsets rebased per slice included), on a real capture.
+    #[test]
+    fn event_slices_rebuild_the_whole_chunks() {
+        let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jax_cpu/mlp_train");
+        let loaded = crate::decode::load(&crate::decode::resolve(&input).unwrap()).unwrap();
+        let mut capture = loaded.capture;
+        derive::prepare_strings(&mut capture);
+        let whole = events_batches(&capture, 0).unwrap();
+        let bases = derive::chunk_bases(&capture, 0);
+        let mut sliced = Vec::new();
+        for (chunk, base) in capture.chunks.iter().zip(bases) {
+            // Odd slice lengths, so slices start inside events' args.
+            for start in (0..chunk.len()).step_by(777) {
+                sliced.push(events_slice_batch(&capture, &EventSlice { chunk, base, rows: start..(start + 777).min(chunk.len()) }).unwrap());
+            }
+        }
+        let schema = whole[0].schema();
+        let whole = arrow::compute::concat_batches(&schema, &whole).unwrap();
+        let sliced = arrow::compute::concat_batches(&schema, &sliced).unwrap();
+        assert!(whole.num_rows() > 777 * 3, "{} events", whole.num_rows());
+        assert_eq!(whole, sliced);
+    }
 }
