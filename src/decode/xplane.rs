@@ -239,6 +239,9 @@ fn scan_plane<'a>(bytes: &'a [u8], off: usize, start_epoch: &mut Option<i64>) ->
     let mut has_device_ops = false;
     if kind == PlaneKind::Device {
         for (line, loff) in lines {
+            if has_device_ops {
+                break;
+            }
             let mut has_events = false;
             let header = read_line(line, loff, |_| has_events = true)?;
             has_device_ops |= has_events && crate::tables::derive::is_device_op_line(&String::from_utf8_lossy(header.display()));
@@ -284,6 +287,41 @@ fn read_line<'a>(bytes: &'a [u8], off: usize, mut on_event: impl FnMut(&'a [u8])
     Ok(h)
 }
 
+/// Each line's header and its events' bytes, scanned on all workers (lines dealt largest
+/// first to the least loaded); results in the order of `lines`.
+fn scan_lines<'a>(lines: &[(u32, usize, &'a [u8], usize)]) -> Vec<Result<(LineHeader<'a>, Vec<&'a [u8]>)>> {
+    let scan = |bytes: &'a [u8], off: usize| {
+        // Room for events of 16 bytes or more: pages of the list that are never written are
+        // never faulted in, and the list is not copied while it grows (events are rarely smaller).
+        let mut evs = Vec::with_capacity(bytes.len() / 16 + 1);
+        read_line(bytes, off, |event| evs.push(event)).map(|header| (header, evs))
+    };
+    let workers = worker_count().min(lines.len());
+    let total: usize = lines.iter().map(|l| l.2.len()).sum();
+    if workers <= 1 || total < (1 << 20) {
+        return lines.iter().map(|&(_, _, bytes, off)| scan(bytes, off)).collect();
+    }
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(lines[i].2.len()));
+    let mut shares: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); workers];
+    for i in order {
+        let least = shares.iter_mut().min_by_key(|(load, _)| *load).expect("a worker");
+        least.0 += lines[i].2.len();
+        least.1.push(i);
+    }
+    let mut out: Vec<Option<Result<(LineHeader<'a>, Vec<&'a [u8]>)>>> = (0..lines.len()).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> =
+            shares.iter().map(|(_, indices)| s.spawn(move || indices.iter().map(|&i| (i, scan(lines[i].2, lines[i].3))).collect::<Vec<_>>())).collect();
+        for h in handles {
+            for (i, r) in h.join().expect("line scanner panicked") {
+                out[i] = Some(r);
+            }
+        }
+    });
+    out.into_iter().map(|r| r.expect("every line scanned")).collect()
+}
+
 /// Decodes an XSpace and appends its planes, lines and events to `capture` (all planes as
 /// one part). Returns the host's profile start (ns since epoch) when the profile records it.
 pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) -> Result<Option<i64>> {
@@ -317,6 +355,8 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     // Pass 1: plane headers, metadata tables, special planes.
     let mut ctxs: Vec<PlaneCtx> = Vec::new();
     let mut jobs: Vec<LineJob> = Vec::new();
+    // (plane index, plane context, line bytes, file offset) of every line, in file order.
+    let mut pending_lines: Vec<(u32, usize, &[u8], usize)> = Vec::new();
     for plane in planes {
         let PlaneFields { name, lines: line_slices, event_metadata: event_meta_entries, stat_metadata: stat_meta_entries, stats: plane_stats } =
             plane_fields(plane.bytes, plane.off)?;
@@ -411,24 +451,24 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
             events.insert(id, EventMeta { name: name_id, display_name: display_id, stats: mstats });
         }
 
-        // Lines: header now, events later in parallel.
-        for (line_bytes, off) in line_slices {
-            // Counted first: a CPU line can hold most of a file's events, and growing their
-            // list by doubling would copy it and fault in fresh pages several times.
-            let mut count = 0;
-            read_line(line_bytes, off, |_| count += 1)?;
-            let mut evs = Vec::with_capacity(count);
-            let header = read_line(line_bytes, off, |event| evs.push(event))?;
-            let chosen = header.display();
-            let line_name = if chosen.is_empty() { format!("xline:{}", capture.lines.len()) } else { String::from_utf8_lossy(chosen).into_owned() };
-            capture.meta.num_events_total += evs.len() as i64;
-            let line_index = capture.lines.len() as u32;
-            capture.lines.push(Line { plane: plane_index, line_id: header.id, name: capture.strings.intern(&line_name) });
-            if !evs.is_empty() {
-                jobs.push(LineJob { line_index, timestamp_ns: header.timestamp_ns, events: evs, plane: ctxs.len(), base: off });
-            }
-        }
+        // Lines: headers and events' bytes once every plane's metadata is read.
+        pending_lines.extend(line_slices.into_iter().map(|(bytes, off)| (plane_index, ctxs.len(), bytes, off)));
         ctxs.push(PlaneCtx { stats, events });
+    }
+
+    // The lines are split into events on every worker (a CPU line can hold most of a file's
+    // events), then registered in file order.
+    let scanned = scan_lines(&pending_lines);
+    for ((plane_index, ctx, _, off), scan) in pending_lines.iter().zip(scanned) {
+        let (header, evs) = scan?;
+        let chosen = header.display();
+        let line_name = if chosen.is_empty() { format!("xline:{}", capture.lines.len()) } else { String::from_utf8_lossy(chosen).into_owned() };
+        capture.meta.num_events_total += evs.len() as i64;
+        let line_index = capture.lines.len() as u32;
+        capture.lines.push(Line { plane: *plane_index, line_id: header.id, name: capture.strings.intern(&line_name) });
+        if !evs.is_empty() {
+            jobs.push(LineJob { line_index, timestamp_ns: header.timestamp_ns, events: evs, plane: *ctx, base: *off });
+        }
     }
 
     // Line timestamps are relative to the profile start on every producer we know; a value
