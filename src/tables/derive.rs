@@ -864,10 +864,12 @@ fn collectives_of(ops: &[Op]) -> Vec<Collective> {
 /// Ops that only set up data (the reference's marker set): a gap before them is attributed
 /// to the op they feed.
 pub fn is_setup_op(name: &str) -> bool {
-    let c = canonical_name(name).to_ascii_lowercase();
-    matches!(c.as_str(), "iota" | "constant" | "bitcast" | "get-tuple-element" | "parameter" | "tuple" | "after-all")
-        || c.starts_with("copy-start")
-        || c.starts_with("copy-done")
+    // Case-insensitive without a lowercased copy: it runs once per gap.
+    let c = canonical_name(name).as_bytes();
+    let starts = |prefix: &str| c.len() >= prefix.len() && c[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes());
+    ["iota", "constant", "bitcast", "get-tuple-element", "parameter", "tuple", "after-all"].iter().any(|w| c.eq_ignore_ascii_case(w.as_bytes()))
+        || starts("copy-start")
+        || starts("copy-done")
 }
 
 /// Lookahead for the payload of a setup marker (reference §3.8).
@@ -1257,10 +1259,16 @@ fn assign_steps(ops: &mut [Op], steps: &[&Step]) {
         let k = w.partition_point(|x| x.0 <= t);
         (k > 0 && t < w[k - 1].1).then(|| w[k - 1].2)
     };
+    // Ops come a line at a time: the windows of the last (host, device) are kept at hand.
+    let mut last: Option<((u32, u32), Option<&Vec<(i64, i64, i64)>>, Option<&Vec<(i64, i64, i64)>>)> = None;
     for op in ops.iter_mut() {
-        let by_device = windows.get(&(op.host, op.device)).and_then(|w| find(w, op.start_ns));
-        let by_host = || windows.get(&(op.host, NO_STR)).and_then(|w| find(w, op.start_ns));
-        op.step = by_device.or_else(by_host).unwrap_or(NULL_I64);
+        let key = (op.host, op.device);
+        let (_, device_windows, host_windows) = match last {
+            Some(l) if l.0 == key => l,
+            _ => *last.insert((key, windows.get(&key), windows.get(&(op.host, NO_STR)))),
+        };
+        let by_device = device_windows.and_then(|w| find(w, op.start_ns));
+        op.step = by_device.or_else(|| host_windows.and_then(|w| find(w, op.start_ns))).unwrap_or(NULL_I64);
     }
 }
 
