@@ -187,6 +187,7 @@ impl Engine {
     /// Runs one read-only SQL statement.
     pub async fn sql(&self, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
+        let to_plan = std::time::Instant::now();
         let df = self.ctx.sql_with_options(sql, options).await.map_err(|e| {
             let msg = e.to_string();
             if msg.contains("not supported") && (msg.contains("DDL") || msg.contains("DML") || msg.contains("Statement")) {
@@ -195,6 +196,22 @@ impl Engine {
                 QueryError(msg.trim().to_string())
             }
         })?;
+        if crate::timing::serial() {
+            // Planning apart from execution (a summary's queries run one at a time here).
+            let planned = std::time::Instant::now();
+            let task = Arc::new(df.task_ctx());
+            let plan = df.create_physical_plan().await.map_err(|e| QueryError(e.to_string()))?;
+            let executed = std::time::Instant::now();
+            let out = datafusion::physical_plan::collect(plan, task).await.map_err(|e| QueryError(e.to_string()));
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "profq: timing:   SQL to plan {:.1} ms, optimize and plan {:.1} ms, execute {:.1} ms",
+                ms(planned - to_plan),
+                ms(executed - planned),
+                ms(executed.elapsed())
+            );
+            return out;
+        }
         df.collect().await.map_err(|e| QueryError(e.to_string().trim().to_string()))
     }
 }
