@@ -89,8 +89,9 @@ impl Nullable for i64 {
 }
 
 /// An event column that most events leave null (stats such as `hlo_op` or `step`): it holds
-/// nothing until an event sets a value, then one value per event. A capture's host threads
-/// are mostly TraceMe events without them, so most chunks never write those columns at all.
+/// the values of events `0..k` only, where event `k - 1` is the last one given a value; every
+/// later event is null. Appending an event writes nothing, and a capture's host threads
+/// (mostly TraceMe events without these stats) leave most chunks' columns empty.
 #[derive(Debug, Clone)]
 pub struct SparseColumn<T> {
     values: Vec<T>,
@@ -107,33 +108,19 @@ impl<T: Nullable> SparseColumn<T> {
     pub fn get(&self, i: usize) -> T {
         self.values.get(i).copied().unwrap_or(T::NULL)
     }
-    /// Sets event `i` of a chunk holding `len` events and expecting `capacity` in all.
+    /// Sets event `i` of a chunk expecting `capacity` events in all (room for them is made
+    /// at the first value, rather than by doubling).
     #[inline]
-    pub fn set(&mut self, i: usize, len: usize, capacity: usize, value: T) {
-        if self.values.is_empty() {
-            if value == T::NULL {
-                return;
-            }
-            self.fill_in(len, capacity);
-        }
-        self.values[i] = value;
-    }
-    /// Appends the value of a new event, the chunk holding `len` events before it and
-    /// expecting `capacity` in all.
-    #[inline]
-    pub fn push(&mut self, len: usize, capacity: usize, value: T) {
-        if !self.values.is_empty() {
-            self.values.push(value);
+    pub fn set(&mut self, i: usize, capacity: usize, value: T) {
+        if let Some(slot) = self.values.get_mut(i) {
+            *slot = value;
         } else if value != T::NULL {
-            self.fill_in(len, capacity.max(len + 1));
+            if self.values.capacity() == 0 {
+                self.values.reserve_exact(capacity.max(i + 1));
+            }
+            self.values.resize(i, T::NULL);
             self.values.push(value);
         }
-    }
-    /// Makes the column dense: a null for each of the `len` events so far, and room for
-    /// `capacity` made once rather than by doubling.
-    fn fill_in(&mut self, len: usize, capacity: usize) {
-        self.values.reserve_exact(capacity.max(len));
-        self.values.resize(len, T::NULL);
     }
     /// The values of events `0..len`.
     pub fn iter(&self, len: usize) -> impl Iterator<Item = T> + '_ {
@@ -143,7 +130,7 @@ impl<T: Nullable> SparseColumn<T> {
     pub fn range(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = T> + '_ {
         rows.map(|i| self.get(i))
     }
-    /// The values set so far, one per event (empty while every event is null).
+    /// The values held (events `0..k`; every later event is null).
     pub fn dense_mut(&mut self) -> &mut [T] {
         &mut self.values
     }
@@ -154,17 +141,15 @@ impl<T: Nullable> SparseColumn<T> {
         }
         let mut values = Vec::with_capacity(lens.iter().sum());
         for (piece, &len) in pieces.into_iter().zip(lens) {
-            if piece.values.is_empty() {
-                values.resize(values.len() + len, T::NULL);
-            } else {
-                values.extend_from_slice(&piece.values);
-            }
+            let end = values.len() + len;
+            values.extend_from_slice(&piece.values);
+            values.resize(end, T::NULL);
         }
         SparseColumn { values }
     }
     fn permute(&mut self, order: &[u32]) {
         if !self.values.is_empty() {
-            self.values = order.iter().map(|&i| self.values[i as usize]).collect();
+            self.values = order.iter().map(|&i| self.get(i as usize)).collect();
         }
     }
 }
@@ -303,16 +288,10 @@ impl EventChunk {
         let capacity = self.capacity();
         self.line.push(line);
         self.name.push(name);
-        self.display_name.push(i, capacity, display_name);
-        self.category.push(i, capacity, category);
+        self.display_name.set(i, capacity, display_name);
+        self.category.set(i, capacity, category);
         self.start_ns.push(start_ns);
         self.dur_ns.push(dur_ns);
-        for col in [&mut self.hlo_op, &mut self.hlo_module, &mut self.tf_op, &mut self.src] {
-            col.push(i, capacity, NO_STR);
-        }
-        for col in [&mut self.program_id, &mut self.step, &mut self.correlation_id, &mut self.device_ordinal] {
-            col.push(i, capacity, NULL_I64);
-        }
         i
     }
 

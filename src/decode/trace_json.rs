@@ -719,24 +719,24 @@ impl<'p> State<'p> {
     fn push(&mut self, line: u32, name: u32, cat: u32, ts: i64, dur: i64, args_start: usize, keys: &[u32]) {
         let c = &mut self.chunk;
         let i = c.push_event(line, name, NO_STR, cat, ts, dur);
-        let (len, capacity) = (c.len(), c.capacity());
+        let capacity = c.capacity();
         // PyTorch's profiler marks each step as `ProfilerStep#<N>` (what `prof.step()` records).
         if let Some(n) = self.pool.get(name).and_then(|n| n.strip_prefix("ProfilerStep#")).and_then(|n| n.parse().ok()) {
-            c.step.set(i, len, capacity, n);
+            c.step.set(i, capacity, n);
         }
         for (j, &key) in keys.iter().enumerate() {
             let value = &self.arg_values[args_start + j];
             let key_name = self.pool.get(key).unwrap_or("");
             let int = || value.trim().parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f as i64);
             match key_name {
-                "hlo_op" => c.hlo_op.set(i, len, capacity, self.pool.intern(value)),
-                "hlo_module" => c.hlo_module.set(i, len, capacity, self.pool.intern(value)),
-                "tf_op" => c.tf_op.set(i, len, capacity, self.pool.intern(value)),
-                "_src" => c.src.set(i, len, capacity, self.pool.intern(value)),
-                "program_id" if int().is_some() => c.program_id.set(i, len, capacity, int().unwrap()),
-                "step_num" if int().is_some() => c.step.set(i, len, capacity, int().unwrap()),
-                "correlation_id" | "correlation" if int().is_some() => c.correlation_id.set(i, len, capacity, int().unwrap()),
-                "device_ordinal" if int().is_some() => c.device_ordinal.set(i, len, capacity, int().unwrap()),
+                "hlo_op" => c.hlo_op.set(i, capacity, self.pool.intern(value)),
+                "hlo_module" => c.hlo_module.set(i, capacity, self.pool.intern(value)),
+                "tf_op" => c.tf_op.set(i, capacity, self.pool.intern(value)),
+                "_src" => c.src.set(i, capacity, self.pool.intern(value)),
+                "program_id" if int().is_some() => c.program_id.set(i, capacity, int().unwrap()),
+                "step_num" if int().is_some() => c.step.set(i, capacity, int().unwrap()),
+                "correlation_id" | "correlation" if int().is_some() => c.correlation_id.set(i, capacity, int().unwrap()),
+                "device_ordinal" if int().is_some() => c.device_ordinal.set(i, capacity, int().unwrap()),
                 _ => c.push_arg(key, value),
             }
         }

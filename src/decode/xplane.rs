@@ -921,14 +921,14 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
                     chunk.local(scratch)
                 }
             };
-            let (len, capacity) = (chunk.len(), chunk.capacity());
+            let capacity = chunk.capacity();
             let col = match info.role {
                 Role::HloOp => &mut chunk.hlo_op,
                 Role::HloModule => &mut chunk.hlo_module,
                 Role::Src => &mut chunk.src,
                 _ => &mut chunk.tf_op,
             };
-            col.set(i, len, capacity, id);
+            col.set(i, capacity, id);
         }
         Role::ProgramId | Role::Step | Role::CorrelationId | Role::DeviceOrdinal => {
             let Some(v) = (match value {
@@ -937,14 +937,14 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
             }) else {
                 return;
             };
-            let (len, capacity) = (chunk.len(), chunk.capacity());
+            let capacity = chunk.capacity();
             let col = match info.role {
                 Role::ProgramId => &mut chunk.program_id,
                 Role::Step => &mut chunk.step,
                 Role::CorrelationId => &mut chunk.correlation_id,
                 _ => &mut chunk.device_ordinal,
             };
-            col.set(i, len, capacity, v);
+            col.set(i, capacity, v);
         }
         Role::Skip => {}
         Role::Arg => {
