@@ -287,9 +287,14 @@ fn read_line<'a>(bytes: &'a [u8], off: usize, mut on_event: impl FnMut(&'a [u8])
     Ok(h)
 }
 
+/// A line to scan: its plane's index, its plane context's, its bytes and their file offset.
+type PendingLine<'a> = (u32, usize, &'a [u8], usize);
+/// A scanned line: its header and each event's bytes.
+type ScannedLine<'a> = Result<(LineHeader<'a>, Vec<&'a [u8]>)>;
+
 /// Each line's header and its events' bytes, scanned on all workers (lines dealt largest
 /// first to the least loaded); results in the order of `lines`.
-fn scan_lines<'a>(lines: &[(u32, usize, &'a [u8], usize)]) -> Vec<Result<(LineHeader<'a>, Vec<&'a [u8]>)>> {
+fn scan_lines<'a>(lines: &[PendingLine<'a>]) -> Vec<ScannedLine<'a>> {
     let scan = |bytes: &'a [u8], off: usize| {
         // Room for events of 16 bytes or more: pages of the list that are never written are
         // never faulted in, and the list is not copied while it grows (events are rarely smaller).
@@ -309,7 +314,7 @@ fn scan_lines<'a>(lines: &[(u32, usize, &'a [u8], usize)]) -> Vec<Result<(LineHe
         least.0 += lines[i].2.len();
         least.1.push(i);
     }
-    let mut out: Vec<Option<Result<(LineHeader<'a>, Vec<&'a [u8]>)>>> = (0..lines.len()).map(|_| None).collect();
+    let mut out: Vec<Option<ScannedLine<'a>>> = (0..lines.len()).map(|_| None).collect();
     std::thread::scope(|s| {
         let handles: Vec<_> =
             shares.iter().map(|(_, indices)| s.spawn(move || indices.iter().map(|&i| (i, scan(lines[i].2, lines[i].3))).collect::<Vec<_>>())).collect();
@@ -355,8 +360,8 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     // Pass 1: plane headers, metadata tables, special planes.
     let mut ctxs: Vec<PlaneCtx> = Vec::new();
     let mut jobs: Vec<LineJob> = Vec::new();
-    // (plane index, plane context, line bytes, file offset) of every line, in file order.
-    let mut pending_lines: Vec<(u32, usize, &[u8], usize)> = Vec::new();
+    // Every line, in file order.
+    let mut pending_lines: Vec<PendingLine> = Vec::new();
     for plane in planes {
         let PlaneFields { name, lines: line_slices, event_metadata: event_meta_entries, stat_metadata: stat_meta_entries, stats: plane_stats } =
             plane_fields(plane.bytes, plane.off)?;

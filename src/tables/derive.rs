@@ -1248,19 +1248,23 @@ fn new_step(host: u32, device: u32, step: i64, name: u32, start_ns: i64, end_ns:
 /// Each op gets the step whose window contains its start: its device's `Steps` line first,
 /// else its host's step annotations.
 fn assign_steps(ops: &mut [Op], steps: &[&Step]) {
-    let mut windows: HashMap<(u32, u32), Vec<(i64, i64, i64)>> = HashMap::new();
+    // (start, end, step) of a host's or device's steps, by start.
+    type Windows = Vec<(i64, i64, i64)>;
+    let mut windows: HashMap<(u32, u32), Windows> = HashMap::new();
     for s in steps {
         windows.entry((s.host, s.device)).or_default().push((s.start_ns, s.end_ns, s.step));
     }
     for w in windows.values_mut() {
         w.sort_unstable();
     }
-    let find = |w: &Vec<(i64, i64, i64)>, t: i64| -> Option<i64> {
+    let find = |w: &Windows, t: i64| -> Option<i64> {
         let k = w.partition_point(|x| x.0 <= t);
         (k > 0 && t < w[k - 1].1).then(|| w[k - 1].2)
     };
-    // Ops come a line at a time: the windows of the last (host, device) are kept at hand.
-    let mut last: Option<((u32, u32), Option<&Vec<(i64, i64, i64)>>, Option<&Vec<(i64, i64, i64)>>)> = None;
+    // Ops come a line at a time: the windows of the last (host, device) are kept at hand
+    // (the device's own, then its host's).
+    type AtHand<'w> = ((u32, u32), Option<&'w Windows>, Option<&'w Windows>);
+    let mut last: Option<AtHand> = None;
     for op in ops.iter_mut() {
         let key = (op.host, op.device);
         let (_, device_windows, host_windows) = match last {

@@ -301,37 +301,59 @@ fn local_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
 
 fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
-    let ops = &d.ops;
-    let region_paths = local_dict(locals, ops.iter().map(|o| o.region_path));
-    let sources = local_dict(locals, ops.iter().map(|o| o.source));
+    // `Op` rows are wide (~240 bytes): their fields are copied out in one pass, so that each
+    // column below reads a compact vector instead of striding over every row again.
+    let n = d.ops.len();
+    let mut ids: [Vec<u32>; 12] = std::array::from_fn(|_| Vec::with_capacity(n));
+    let mut ints: [Vec<i64>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
+    let (mut category, mut collective_kind, mut pass) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut flops, mut bytes_accessed, mut is_async) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for o in &d.ops {
+        for (col, v) in
+            ids.iter_mut().zip([o.host, o.device, o.line, o.name, o.hlo_op, o.hlo_module, o.opcode, o.hlo_category, o.tf_op, o.region_path, o.shape, o.source])
+        {
+            col.push(v);
+        }
+        for (col, v) in ints.iter_mut().zip([o.event_id, o.program_id, o.step, o.start_ns, o.dur_ns, o.self_ns, o.dur_ps]) {
+            col.push(v);
+        }
+        category.push(Some(o.category));
+        collective_kind.push(o.collective_kind);
+        pass.push(Some(o.pass));
+        flops.push(o.flops);
+        bytes_accessed.push(o.bytes_accessed);
+        is_async.push(o.is_async);
+    }
+    let [host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, region_path, shape, source] = ids;
+    let [event_id, program_id, step, start_ns, dur_ns, self_ns, dur_ps] = ints;
     batch(
         "ops",
         vec![
-            i64s(ops.iter().map(|o| o.event_id)),
-            dict.encode(ops.iter().map(|o| o.host)),
-            dict.encode(ops.iter().map(|o| o.device)),
-            dict.encode(ops.iter().map(|o| o.line)),
-            dict.encode(ops.iter().map(|o| o.name)),
-            dict.encode(ops.iter().map(|o| o.hlo_op)),
-            dict.encode(ops.iter().map(|o| o.hlo_module)),
-            nullable_u64s(ops.iter().map(|o| o.program_id)),
-            dict.encode(ops.iter().map(|o| o.opcode)),
-            static_dict(ops.iter().map(|o| Some(o.category))),
-            dict.encode(ops.iter().map(|o| o.hlo_category)),
-            static_dict(ops.iter().map(|o| o.collective_kind)),
-            dict.encode(ops.iter().map(|o| o.tf_op)),
-            region_paths,
-            static_dict(ops.iter().map(|o| Some(o.pass))),
-            nullable_i64s(ops.iter().map(|o| o.step)),
-            i64s(ops.iter().map(|o| o.start_ns)),
-            i64s(ops.iter().map(|o| o.dur_ns)),
-            i64s(ops.iter().map(|o| o.self_ns)),
-            i64s(ops.iter().map(|o| o.dur_ps)),
-            dict.encode(ops.iter().map(|o| o.shape)),
-            sources,
-            nullable_f64s(ops.iter().map(|o| o.flops)),
-            nullable_f64s(ops.iter().map(|o| o.bytes_accessed)),
-            Arc::new(BooleanArray::from(ops.iter().map(|o| o.is_async).collect::<Vec<bool>>())),
+            i64s(event_id.into_iter()),
+            dict.encode(host.into_iter()),
+            dict.encode(device.into_iter()),
+            dict.encode(line.into_iter()),
+            dict.encode(name.into_iter()),
+            dict.encode(hlo_op.into_iter()),
+            dict.encode(hlo_module.into_iter()),
+            nullable_u64s(program_id.into_iter()),
+            dict.encode(opcode.into_iter()),
+            static_dict(category.into_iter()),
+            dict.encode(hlo_category.into_iter()),
+            static_dict(collective_kind.into_iter()),
+            dict.encode(tf_op.into_iter()),
+            local_dict(locals, region_path.into_iter()),
+            static_dict(pass.into_iter()),
+            nullable_i64s(step.into_iter()),
+            i64s(start_ns.into_iter()),
+            i64s(dur_ns.into_iter()),
+            i64s(self_ns.into_iter()),
+            i64s(dur_ps.into_iter()),
+            dict.encode(shape.into_iter()),
+            local_dict(locals, source.into_iter()),
+            nullable_f64s(flops.into_iter()),
+            nullable_f64s(bytes_accessed.into_iter()),
+            Arc::new(BooleanArray::from(is_async)),
         ],
     )
 }
