@@ -175,7 +175,7 @@ impl Store {
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let mut jobs: Vec<(PathBuf, &str, &[arrow::record_batch::RecordBatch])> = Vec::new();
         for (name, batches) in tables {
-            let dir_of = staged.dir.join(name).join(format!("run_id={}", staged.run_id));
+            let dir_of = staged.partition(name);
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
             let parts = if rows >= PARALLEL_PART_ROWS { workers.min(batches.len()).max(1) } else { 1 };
             let per_part = batches.len().div_ceil(parts).max(1);
@@ -200,7 +200,7 @@ impl Store {
         let mut names: Vec<&str> = schema::TABLES.iter().map(|t| t.name).filter(|n| *n != "runs").collect();
         names.push("runs");
         for name in names {
-            let from = staged.dir.join(name).join(format!("run_id={}", staged.run_id));
+            let from = staged.partition(name);
             let to = self.partition(name, run_id);
             fs::create_dir_all(to.parent().unwrap()).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
             fs::rename(&from, &to).map_err(|e| format!("cannot move {} into the store: {e}", from.display()))?;
@@ -219,6 +219,11 @@ pub struct Staged {
 }
 
 impl Staged {
+    /// The staged run's partition directory of `table`.
+    fn partition(&self, table: &str) -> PathBuf {
+        self.dir.join(table).join(format!("run_id={}", self.run_id))
+    }
+
     /// Whether a part file of `table` was written.
     pub fn has_parts(&self, table: &str) -> bool {
         self.parts_written.lock().unwrap_or_else(|e| e.into_inner()).get(table).is_some_and(|&n| n > 0)
@@ -257,7 +262,7 @@ impl PartWriter {
     /// Starts the next part file of `table` in a staged run.
     pub fn next_part(staged: &Staged, table: &str) -> Result<PartWriter, String> {
         let number = staged.take_part_numbers(table, 1);
-        PartWriter::create(&staged.dir.join(table).join(format!("run_id={}", staged.run_id)).join(format!("part-{number}.parquet")), table)
+        PartWriter::create(&staged.partition(table).join(format!("part-{number}.parquet")), table)
     }
 
     fn create(path: &Path, table: &str) -> Result<PartWriter, String> {
