@@ -516,6 +516,16 @@ fn shape_churn_recompilation_is_found() {
     assert_eq!(q["results"]["modules_with_several_programs"][0]["programs"], 4);
 }
 
+/// A compiler object's host-to-device copies (`PjRtCApiCompiler::BufferFromHostBuffer(f32[])`
+/// on the H100 captures, every step) are transfers, not compilation.
+#[test]
+fn compiler_buffer_copies_are_transfers_not_compiles() {
+    let s = summarize(&repo().join("tests/data/jax_gpu/mlp_before"), &[]);
+    assert_eq!(s["profq_recompilation"]["steps_with_compilation"], serde_json::json!([]), "{}", s["profq_recompilation"]);
+    let candidates: Vec<&str> = s["optimization_candidates"].as_array().unwrap().iter().map(|c| c["candidate_id"].as_str().unwrap()).collect();
+    assert!(!candidates.contains(&"recompilation") && candidates.contains(&"host-device-transfers"), "{candidates:?}");
+}
+
 #[test]
 fn every_intent_answers_on_a_real_capture() {
     let input = jax_cpu("multi_device_dp");
