@@ -231,7 +231,7 @@ impl PartSink for StagingSink<'_> {
 /// batches exist at once: one part file per core, each a contiguous run of slices written
 /// by its own thread. Returns the rows written.
 fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Result<usize, String> {
-    let slices = tables::event_slices(capture, first_event_id);
+    let slices = tables::event_slices(capture, first_event_id, tables::EVENT_SLICE_ROWS);
     let rows: usize = slices.iter().map(|s| s.rows.len()).sum();
     if rows == 0 {
         return Ok(0);

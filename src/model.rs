@@ -122,10 +122,6 @@ impl<T: Nullable> SparseColumn<T> {
             self.values.push(value);
         }
     }
-    /// The values of events `0..len`.
-    pub fn iter(&self, len: usize) -> impl Iterator<Item = T> + '_ {
-        self.range(0..len)
-    }
     /// The values of events `rows`.
     pub fn range(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = T> + '_ {
         rows.map(|i| self.get(i))

@@ -202,14 +202,15 @@ pub struct EventSlice<'c> {
     pub rows: std::ops::Range<usize>,
 }
 
-/// The part's events in file order, as slices of at most [`EVENT_SLICE_ROWS`], so that the
-/// `events` table can be built and written a slice at a time ([`events_slice_batch`]).
-pub fn event_slices(capture: &Capture, first_event_id: i64) -> Vec<EventSlice<'_>> {
+/// The part's events in file order, as slices of at most `rows_per_slice` (ingest:
+/// [`EVENT_SLICE_ROWS`]), so that the `events` table can be built and written a slice at a
+/// time ([`events_slice_batch`]).
+pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usize) -> Vec<EventSlice<'_>> {
     let bases = derive::chunk_bases(capture, first_event_id);
     let mut slices = Vec::new();
     for (chunk, base) in capture.chunks.iter().zip(bases) {
-        for start in (0..chunk.len()).step_by(EVENT_SLICE_ROWS) {
-            slices.push(EventSlice { chunk, base, rows: start..(start + EVENT_SLICE_ROWS).min(chunk.len()) });
+        for start in (0..chunk.len()).step_by(rows_per_slice) {
+            slices.push(EventSlice { chunk, base, rows: start..(start + rows_per_slice).min(chunk.len()) });
         }
     }
     slices
@@ -537,14 +538,8 @@ mod tests {
         let mut capture = loaded.capture;
         derive::prepare_strings(&mut capture);
         let whole = events_batches(&capture, 0).unwrap();
-        let bases = derive::chunk_bases(&capture, 0);
-        let mut sliced = Vec::new();
-        for (chunk, base) in capture.chunks.iter().zip(bases) {
-            // Odd slice lengths, so slices start inside events' args.
-            for start in (0..chunk.len()).step_by(777) {
-                sliced.push(events_slice_batch(&capture, &EventSlice { chunk, base, rows: start..(start + 777).min(chunk.len()) }).unwrap());
-            }
-        }
+        // An odd slice length, so slices start inside events' args.
+        let sliced: Vec<RecordBatch> = event_slices(&capture, 0, 777).iter().map(|slice| events_slice_batch(&capture, slice).unwrap()).collect();
         let schema = whole[0].schema();
         let whole = arrow::compute::concat_batches(&schema, &whole).unwrap();
         let sliced = arrow::compute::concat_batches(&schema, &sliced).unwrap();
