@@ -388,9 +388,6 @@ fn covered(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
     total.max(0)
 }
 
-/// Interns the strings the derivation looks up by value (CPU device names, module names
-/// of `XLA Modules` events, `hlo_category` and the `name` stat that replaces a generic
-/// tf_op), so that the derivation itself can read the capture immutably.
 /// The union of two merged interval lists.
 fn merge_unions(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     if a.is_empty() {
@@ -401,6 +398,9 @@ fn merge_unions(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     union(v)
 }
 
+/// Interns the strings the derivation looks up by value (CPU device names, module names
+/// of `XLA Modules` events, `hlo_category` and the `name` stat that replaces a generic
+/// tf_op), so that the derivation itself can read the capture immutably.
 pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     let ids = PoolIds::new(&mut capture.strings);
     let xla_module = ["XlaModule", "XlaModule:"].map(|s| capture.strings.lookup(s));
