@@ -103,8 +103,7 @@ impl PartSink for MemorySink {
     type Error = String;
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
         let mut clock = std::time::Instant::now();
-        let ids = tables::derive::prepare_strings(capture);
-        stage_done("  part strings", &mut clock);
+        let ids = tables::derive::pool_ids(&capture.strings);
         let part = self.deriver.part(capture, &ids);
         stage_done("  part derive", &mut clock);
         // The part's events are summed up now (the `events` table is deferred): free them
@@ -117,10 +116,21 @@ impl PartSink for MemorySink {
     fn args_kept(&self) -> Option<fn(&str) -> bool> {
         Some(tables::derive::reads_arg)
     }
+    fn prepare_part(&self) -> Option<fn(&mut Capture)> {
+        Some(intern_derived_strings)
+    }
+    fn overlaps_decode(&self) -> bool {
+        true
+    }
     fn restart(&mut self) -> Result<(), String> {
         *self = MemorySink { deriver: Deriver::new(), tables: RunTables::default() };
         Ok(())
     }
+}
+
+/// Interns what the derivation of a part looks up by value, on the decoding thread.
+fn intern_derived_strings(capture: &mut Capture) {
+    tables::derive::prepare_strings(capture);
 }
 
 /// Builds each part's `events` batches, numbered as [`Deriver`] numbers them.
@@ -183,9 +193,12 @@ impl PartSink for StagingSink<'_> {
         }
         Ok(())
     }
+    fn prepare_part(&self) -> Option<fn(&mut Capture)> {
+        Some(intern_derived_strings)
+    }
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
         progress(&format!("profq: building tables ({} events so far)", self.events + capture.num_events()));
-        let ids = tables::derive::prepare_strings(capture);
+        let ids = tables::derive::pool_ids(&capture.strings);
         let capture = &*capture;
         let first_event_id = self.deriver.next_event_id();
         let store = self.store;

@@ -17,7 +17,7 @@ pub const NO_PARENT: u32 = u32::MAX;
 pub const LOCAL_TAG: u32 = 1 << 31;
 
 /// Run-wide string interner. Ids are dense and stable for the life of the capture.
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct StringPool {
     index: HashMap<Box<str>, u32>,
     values: Vec<Box<str>>,
@@ -445,7 +445,7 @@ pub struct HloInstr {
 }
 
 /// HLO instructions of every module of a capture, by (program_id, name) and (module, name).
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct HloIndex {
     pub by_program: HashMap<(i64, u32), HloInstr>,
     pub by_module: HashMap<(u32, u32), HloInstr>,
@@ -495,7 +495,9 @@ pub struct Capture {
     pub planes: Vec<Plane>,
     pub lines: Vec<Line>,
     pub chunks: Vec<EventChunk>,
-    pub hlo: HloIndex,
+    /// Shared with the parts handed to a sink ([`Capture::take_part`]): written only while a
+    /// file's metadata plane or HLO side files are read.
+    pub hlo: std::sync::Arc<HloIndex>,
     pub meta: CaptureMeta,
     /// When set, XPlane stats that are not typed columns are kept as args only under the keys
     /// it accepts (an analysis that never builds `events` needs only what derive reads); None keeps
@@ -509,5 +511,19 @@ impl Capture {
     }
     pub fn num_events(&self) -> usize {
         self.chunks.iter().map(|c| c.len()).sum()
+    }
+    /// The part now decoded, for a sink on another thread while the next part decodes: its
+    /// events move out; strings, planes, lines and metadata are copied as they are now (the
+    /// decoder goes on appending to its own, with the same ids).
+    pub fn take_part(&mut self) -> Capture {
+        Capture {
+            strings: self.strings.clone(),
+            planes: self.planes.clone(),
+            lines: self.lines.clone(),
+            chunks: std::mem::take(&mut self.chunks),
+            hlo: self.hlo.clone(),
+            meta: self.meta.clone(),
+            args_kept: self.args_kept,
+        }
     }
 }

@@ -137,6 +137,26 @@ fn a_killed_ingests_leftovers_are_invisible_and_cleaned() {
     assert_eq!(runs.len(), 1);
 }
 
+/// An analysis of an INPUT derives each part on its own thread while the next part decodes:
+/// with one plane per part (several parts in flight) the summary is the one of the profile
+/// decoded in one part.
+#[test]
+fn a_summary_of_parts_derived_while_the_next_decodes_equals_the_whole_one() {
+    for capture in [jax_gpu("transformer_lm"), jax_cpu("multi_device_dp")] {
+        let summarize = |part_bytes: Option<&str>| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
+            cmd.args(["summarize", capture.to_str().unwrap()]);
+            if let Some(bytes) = part_bytes {
+                cmd.env("PROFQ_PART_BYTES", bytes);
+            }
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+            String::from_utf8(o.stdout).unwrap()
+        };
+        assert_eq!(summarize(None), summarize(Some("1")), "{}", capture.display());
+    }
+}
+
 /// Ingest streams a profile a group of planes at a time (bounded memory on huge profiles):
 /// with one plane per part the tables equal those of the profile decoded whole.
 #[test]

@@ -268,10 +268,11 @@ fn part_bytes() -> usize {
     std::env::var("PROFQ_PART_BYTES").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(32 << 20)
 }
 
-/// Receives a run part by part: each call finds one part's events in `capture.chunks`
-/// (cleared after the call); strings, planes, lines and HLO accumulate across parts.
-pub trait PartSink {
-    type Error;
+/// Receives a run part by part: each call finds one part's events in `capture.chunks`;
+/// strings, planes, lines and HLO accumulate across parts. Parts arrive in order on a
+/// thread of their own, while the next part decodes.
+pub trait PartSink: Send {
+    type Error: Send;
     /// The run's trace_sha256, known before the first part (a sink may refuse the run here).
     fn identified(&mut self, _trace_sha256: &str) -> Result<(), Self::Error> {
         Ok(())
@@ -280,6 +281,18 @@ pub trait PartSink {
     /// Which arg keys the sink reads (see [`Capture::args_kept`]); None: all of them.
     fn args_kept(&self) -> Option<fn(&str) -> bool> {
         None
+    }
+    /// Run on each part on the decoding thread before it is handed over: the only place a
+    /// sink may add strings to the capture's pool (the decoder alone writes it, so that
+    /// ids come out the same however the threads run).
+    fn prepare_part(&self) -> Option<fn(&mut Capture)> {
+        None
+    }
+    /// Whether the next part may decode while this sink takes the last one. A sink that
+    /// keeps every core busy itself (ingest's Parquet writers) gains nothing from it, and
+    /// would hold two parts' events in memory.
+    fn overlaps_decode(&self) -> bool {
+        false
     }
     /// Forget every part received: loading starts over (the XPlane failed, the trace JSON follows).
     fn restart(&mut self) -> Result<(), Self::Error>;
@@ -357,7 +370,7 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
         let name = file_name(h);
         let module = name.trim_end_matches(".hlo_proto.pb");
         let program_id = module.rfind('(').and_then(|k| module[k + 1..].trim_end_matches(')').parse::<u64>().ok()).map(|v| v as i64);
-        if let Err(e) = hlo::index_hlo_proto(&bytes, program_id, &mut capture.strings, &mut capture.hlo) {
+        if let Err(e) = hlo::index_hlo_proto(&bytes, program_id, &mut capture.strings, std::sync::Arc::make_mut(&mut capture.hlo)) {
             capture.meta.quality_warnings.push(format!("{name}: {e}"));
         }
     }
@@ -379,44 +392,79 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
     capture.meta.start_epoch_ns = run_start;
 
     let mut xplanes = maps.iter().zip(&layouts);
-    // The files are hashed on another core while the first part decodes; the sink learns the
-    // digest before it receives that part.
+    let prepare_part = sink.prepare_part();
     let trace_sha256 = std::thread::scope(|scope| {
+        // The files are hashed on another core while the first part decodes; the sink learns
+        // the digest before it receives that part.
         let hasher = scope.spawn(|| run_digest(files));
-        let mut hasher = Some(hasher);
-        let mut digest = String::new();
-        let mut identify = |sink: &mut S| -> Result<(), LoadError<S::Error>> {
-            if let Some(h) = hasher.take() {
-                digest = h.join().expect("hash thread")?;
-                sink.identified(&digest).map_err(LoadError::Sink)?;
+        // Parts go to the sink's thread. When it overlaps the decode, a part is derived there
+        // while the next one decodes; the channel holds no part, so at most two parts'
+        // events are in memory at once. Otherwise the decoder waits for each part's receipt.
+        let overlap = sink.overlaps_decode();
+        let (parts, received) = std::sync::mpsc::sync_channel::<Capture>(0);
+        let (receipt, receipts) = std::sync::mpsc::channel::<()>();
+        let receiver = scope.spawn(move || -> Result<String, LoadError<S::Error>> {
+            let digest = hasher.join().expect("hash thread")?;
+            sink.identified(&digest).map_err(LoadError::Sink)?;
+            for mut part in received {
+                sink.part(&mut part).map_err(LoadError::Sink)?;
+                let _ = receipt.send(());
+            }
+            Ok(digest)
+        });
+        let mut hand_over = move |capture: &mut Capture| -> Result<(), Stop> {
+            if let Some(prepare) = prepare_part {
+                prepare(capture);
+            }
+            parts.send(capture.take_part()).map_err(|_| Stop::SinkStopped)?;
+            if !overlap {
+                receipts.recv().map_err(|_| Stop::SinkStopped)?;
             }
             Ok(())
         };
-        for f in files {
-            match f.kind {
-                SourceKind::XPlane => {
-                    let (map, layout) = xplanes.next().expect("one layout per XPlane");
-                    let shift = match (layout.start_epoch, run_start) {
-                        (Some(s), Some(r)) => s - r,
-                        _ => 0,
-                    };
-                    stream_xplane(f, map, layout, shift, &mut capture, &mut |capture: &mut Capture| {
-                        identify(sink)?;
-                        sink.part(capture).map_err(LoadError::Sink)
-                    })?;
-                }
-                SourceKind::TraceJson => {
-                    load_json(f, &mut capture)?;
-                    identify(sink)?;
-                    sink.part(&mut capture).map_err(LoadError::Sink)?;
-                    capture.chunks.clear();
+        let decoded = (|| -> Result<(), Stop> {
+            for f in files {
+                match f.kind {
+                    SourceKind::XPlane => {
+                        let (map, layout) = xplanes.next().expect("one layout per XPlane");
+                        let shift = match (layout.start_epoch, run_start) {
+                            (Some(s), Some(r)) => s - r,
+                            _ => 0,
+                        };
+                        stream_xplane(f, map, layout, shift, &mut capture, &mut hand_over)?;
+                    }
+                    SourceKind::TraceJson => {
+                        load_json(f, &mut capture)?;
+                        hand_over(&mut capture)?;
+                    }
                 }
             }
+            Ok(())
+        })();
+        // The sink's thread ends with the last part; its error comes first, as it is about an
+        // earlier part than the decoder's.
+        drop(hand_over);
+        match (receiver.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), decoded) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(Stop::Input(e))) => Err(LoadError::Input(e)),
+            (Ok(_), Err(Stop::SinkStopped)) => unreachable!("the sink stops early only with an error"),
+            (Ok(digest), Ok(())) => Ok(digest),
         }
-        identify(sink)?;
-        Ok::<_, LoadError<S::Error>>(digest)
     })?;
     Ok(Loaded { capture, trace_sha256, files: files.to_vec() })
+}
+
+/// Why the decoding thread stopped before the end.
+enum Stop {
+    Input(InputError),
+    /// The sink's thread stopped receiving parts (it failed: its error is reported).
+    SinkStopped,
+}
+
+impl From<InputError> for Stop {
+    fn from(e: InputError) -> Self {
+        Stop::Input(e)
+    }
 }
 
 /// The run's trace_sha256: the file's sha256, or for several files the sha256 of their
@@ -449,14 +497,14 @@ fn map_xplane(f: &SourceFile) -> Result<memmap2::Mmap, InputError> {
 /// then host planes (step annotations), then device planes, each group whole planes of at
 /// most [`part_bytes`] (one plane when larger). Events are shifted by `shift_ns` onto the
 /// run's clock; each part's pages of the file are dropped once decoded.
-fn stream_xplane<E>(
+fn stream_xplane(
     f: &SourceFile,
     map: &memmap2::Mmap,
     layout: &xplane::Layout,
     shift_ns: i64,
     capture: &mut Capture,
-    on_part: &mut dyn FnMut(&mut Capture) -> Result<(), LoadError<E>>,
-) -> Result<(), LoadError<E>> {
+    on_part: &mut dyn FnMut(&mut Capture) -> Result<(), Stop>,
+) -> Result<(), Stop> {
     let host = xplane::register_host(layout, &f.host, capture);
     let rank = |k: PlaneKind| match k {
         PlaneKind::Other => 0,

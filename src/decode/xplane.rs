@@ -446,7 +446,7 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
             let mname = String::from_utf8_lossy(mname);
             if let Some(hlo) = hlo_bytes {
                 let program_id = program_id.or_else(|| program_id_from_module_name(&mname));
-                if let Err(e) = index_hlo_proto(hlo, program_id, &mut capture.strings, &mut capture.hlo) {
+                if let Err(e) = index_hlo_proto(hlo, program_id, &mut capture.strings, std::sync::Arc::make_mut(&mut capture.hlo)) {
                     capture.meta.quality_warnings.push(format!("{mname}: {e}"));
                 }
             }

@@ -555,7 +555,8 @@ impl Deriver {
     }
 
     /// Derives the ops of the events now in `capture.chunks` (one part) and folds the part
-    /// into the run's state. `pool_ids` comes from [`prepare_strings`] on this part.
+    /// into the run's state. `pool_ids` comes from [`prepare_strings`] on this part (or
+    /// [`pool_ids`] after it).
     pub fn part(&mut self, capture: &Capture, pool_ids: &PoolIds) -> PartDerived {
         let chunk_base = chunk_bases(capture, self.next_event_id);
         let roles = LineRoles::of(capture);
@@ -1033,9 +1034,18 @@ pub struct PoolIds {
 
 impl PoolIds {
     fn new(pool: &mut StringPool) -> Self {
-        let [name, hlo_category, flops, bytes_accessed, source, device_duration_ps] = OP_ARG_KEYS.map(|k| pool.intern(k));
-        PoolIds { name, hlo_category, flops, bytes_accessed, source, device_duration_ps }
+        for key in OP_ARG_KEYS {
+            pool.intern(key);
+        }
+        pool_ids(pool)
     }
+}
+
+/// The [`PoolIds`] of a pool that [`prepare_strings`] has seen (a key it lacks is NO_STR,
+/// which no arg has).
+pub fn pool_ids(pool: &StringPool) -> PoolIds {
+    let [name, hlo_category, flops, bytes_accessed, source, device_duration_ps] = OP_ARG_KEYS.map(|k| pool.lookup(k).unwrap_or(NO_STR));
+    PoolIds { name, hlo_category, flops, bytes_accessed, source, device_duration_ps }
 }
 
 fn arg<'c>(chunk: &'c EventChunk, i: usize, key: u32) -> Option<&'c str> {
