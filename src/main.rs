@@ -15,17 +15,37 @@ extern "C" {
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
 }
 
-/// Makes mimalloc return freed pages to the kernel after 5 ms instead of its default purge
-/// delay (1 s in mimalloc 3). An analysis of an INPUT frees the decoded events before its
-/// queries allocate: with the long delay both are resident, so the peak is their sum (43 MB
-/// XPlane: ~320 MB). At 0 ms every freed page goes back at once, and memory freed and taken
-/// again a moment later (column buffers of one stage) is faulted in, zeroed, each time:
-/// ~40 K faults against ~24 K at 5 ms, for ~8 MB more peak (~200 vs ~208 MB). Ingest keeps
-/// the default: it decodes part after part, and reuses the previous part's pages.
-fn purge_freed_memory_soon() {
+/// Sets how long mimalloc keeps freed pages before it returns them to the kernel (its
+/// default: 1 s in mimalloc 3).
+///
+/// An analysis of an INPUT of one part frees the decoded events before its queries allocate:
+/// with the long delay both are resident, so the peak is their sum (43 MB XPlane: ~320 MB).
+/// At 0 ms every freed page goes back at once, and memory freed and taken again a moment
+/// later (column buffers of one stage) is faulted in, zeroed, each time: ~40 K faults
+/// against ~24 K at 5 ms, for ~8 MB more peak (~200 vs ~208 MB). So 5 ms.
+///
+/// An INPUT of many parts decodes part after part, and each part's pages serve the next:
+/// returned after 5 ms they are faulted in again for every part (tiled ×10 file: ~275 K
+/// faults, 1.3 s of kernel time); at 200 ms, ~100 K faults and ~10 % less wall time, for
+/// ~90 MB more peak (~720 MB, part-sized). Ingest keeps the default: it holds one part at
+/// a time and reuses the previous part's pages.
+fn purge_freed_memory_after(ms: std::ffi::c_long) {
     // `mi_option_purge_delay` in mimalloc.h (the mimalloc in Cargo.lock; stable since 2.1).
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
-    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 5) }
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, ms) }
+}
+
+/// Bytes of XPlane the command's INPUT holds (0 without one): past two parts' worth, its
+/// parts reuse each other's pages (see [`purge_freed_memory_after`]).
+fn input_xplane_bytes(command: &Command) -> u64 {
+    let input = match command {
+        Command::Summarize { source, .. } | Command::Query { source, .. } | Command::Report { source, .. } | Command::Run { source, .. } => {
+            source.input.as_deref()
+        }
+        _ => None,
+    };
+    let Some(resolved) = input.and_then(|p| profq::decode::resolve(p).ok()) else { return 0 };
+    resolved.files.iter().filter(|f| f.kind == profq::decode::SourceKind::XPlane).filter_map(|f| std::fs::metadata(&f.path).ok()).map(|m| m.len()).sum()
 }
 
 use profq::compare::{self, bundle, track, track::Thresholds, CompareOptions};
@@ -382,7 +402,8 @@ fn key_values(pairs: &[String], flag: &str) -> Result<BTreeMap<String, String>, 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Ingest { .. }) && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        purge_freed_memory_soon();
+        let many_parts = input_xplane_bytes(&cli.command) > 2 * profq::decode::part_bytes() as u64;
+        purge_freed_memory_after(if many_parts { 200 } else { 5 });
     }
     match cli.command {
         Command::Ingest { inputs, store, run_id, labels, force } => {

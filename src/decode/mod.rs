@@ -264,7 +264,7 @@ fn sha256_file(path: &Path) -> Result<String, InputError> {
 
 /// Planes decoded together as one part, in bytes of XPlane: whole planes, so a plane larger
 /// than this is a part alone. Bounds memory on huge profiles; `PROFQ_PART_BYTES` overrides it.
-fn part_bytes() -> usize {
+pub fn part_bytes() -> usize {
     std::env::var("PROFQ_PART_BYTES").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(32 << 20)
 }
 
