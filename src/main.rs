@@ -26,8 +26,9 @@ extern "C" {
 ///
 /// An INPUT of many parts decodes part after part, and each part's pages serve the next:
 /// returned after 5 ms they are faulted in again for every part (tiled ×10 file: ~275 K
-/// faults, 1.3 s of kernel time); at 200 ms, ~100 K faults and ~10 % less wall time, for
-/// ~90 MB more peak (~720 MB, part-sized). Ingest keeps the default: it holds one part at
+/// faults, 1.2 s of kernel time); at 200 ms ~84 K faults, 4–11 % less CPU time and 3–7 %
+/// less wall time (tiled ×10, 8 hosts), for ~100–125 MB more peak (~0.6–0.75 GB, set by
+/// the part size). Ingest keeps the default: it holds one part at
 /// a time and reuses the previous part's pages.
 fn purge_freed_memory_after(ms: std::ffi::c_long) {
     // `mi_option_purge_delay` in mimalloc.h (the mimalloc in Cargo.lock; stable since 2.1).
