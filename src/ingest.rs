@@ -249,8 +249,7 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
     if rows == 0 {
         return Ok(0);
     }
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-    let files = if rows >= store::PARALLEL_PART_ROWS { workers.min(slices.len()) } else { 1 };
+    let files = store::part_files(rows, slices.len());
     std::thread::scope(|s| {
         let handles: Vec<_> = slices
             .chunks(slices.len().div_ceil(files))

@@ -28,8 +28,8 @@ extern "C" {
 /// returned after 5 ms they are faulted in again for every part (tiled ×10 file: ~275 K
 /// faults, 1.2 s of kernel time); at 200 ms ~84 K faults, 4–11 % less CPU time and 3–7 %
 /// less wall time (tiled ×10, 8 hosts), for ~100–125 MB more peak (~0.6–0.75 GB, set by
-/// the part size). Ingest keeps the default: it holds one part at
-/// a time and reuses the previous part's pages.
+/// the part size). Ingest keeps the default: it holds one part at a time and reuses the
+/// previous part's pages.
 fn purge_freed_memory_after(ms: std::ffi::c_long) {
     // `mi_option_purge_delay` in mimalloc.h (the mimalloc in Cargo.lock; stable since 2.1).
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;

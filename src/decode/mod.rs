@@ -496,7 +496,8 @@ fn map_xplane(f: &SourceFile) -> Result<memmap2::Mmap, InputError> {
 /// Decodes one host's XPlane a part at a time: metadata planes first (HLO, profile start),
 /// then host planes (step annotations), then device planes, each group whole planes of at
 /// most [`part_bytes`] (one plane when larger). Events are shifted by `shift_ns` onto the
-/// run's clock; each part's pages of the file are dropped once decoded.
+/// run's clock; each part's pages of the file are dropped once decoded, and `on_part` takes
+/// the part's events out of `capture`.
 fn stream_xplane(
     f: &SourceFile,
     map: &memmap2::Mmap,
@@ -537,7 +538,6 @@ fn stream_xplane(
             release(map, plane.bytes);
         }
         on_part(capture)?;
-        capture.chunks.clear();
     }
     Ok(())
 }

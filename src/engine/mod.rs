@@ -200,9 +200,9 @@ impl Engine {
             // Planning apart from execution (a summary's queries run one at a time here).
             let planned = std::time::Instant::now();
             let task = Arc::new(df.task_ctx());
-            let plan = df.create_physical_plan().await.map_err(|e| QueryError(e.to_string().trim().to_string()))?;
+            let plan = df.create_physical_plan().await.map_err(failed)?;
             let executed = std::time::Instant::now();
-            let out = datafusion::physical_plan::collect(plan, task).await.map_err(|e| QueryError(e.to_string().trim().to_string()));
+            let out = datafusion::physical_plan::collect(plan, task).await.map_err(failed);
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
             eprintln!(
                 "profq: timing:   SQL to plan {:.1} ms, optimize and plan {:.1} ms, execute {:.1} ms",
@@ -212,6 +212,11 @@ impl Engine {
             );
             return out;
         }
-        df.collect().await.map_err(|e| QueryError(e.to_string().trim().to_string()))
+        df.collect().await.map_err(failed)
     }
+}
+
+/// A query that failed after planning began, as one line.
+fn failed(e: datafusion::error::DataFusionError) -> QueryError {
+    QueryError(e.to_string().trim().to_string())
 }

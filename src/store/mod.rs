@@ -19,7 +19,18 @@ use std::path::{Path, PathBuf};
 pub const PART_FILE: &str = "part-0.parquet";
 
 /// Tables with at least this many rows are written as several part files in parallel.
-pub const PARALLEL_PART_ROWS: usize = 200_000;
+const PARALLEL_PART_ROWS: usize = 200_000;
+
+/// How many part files a table of `rows` rows in `pieces` batches (or slices) is written as:
+/// one per core when it is large, each a contiguous run of the pieces.
+pub fn part_files(rows: usize, pieces: usize) -> usize {
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    if rows >= PARALLEL_PART_ROWS {
+        workers.min(pieces).max(1)
+    } else {
+        1
+    }
+}
 
 pub struct Store {
     pub root: PathBuf,
@@ -172,12 +183,11 @@ impl Store {
 
     /// Writes tables into a staging directory; a large table is split into parts written in parallel.
     pub fn write_tables(&self, staged: &Staged, tables: &[(&str, Vec<arrow::record_batch::RecordBatch>)]) -> Result<(), String> {
-        let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let mut jobs: Vec<(PathBuf, &str, &[arrow::record_batch::RecordBatch])> = Vec::new();
         for (name, batches) in tables {
             let dir_of = staged.partition(name);
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-            let parts = if rows >= PARALLEL_PART_ROWS { workers.min(batches.len()).max(1) } else { 1 };
+            let parts = part_files(rows, batches.len());
             let per_part = batches.len().div_ceil(parts).max(1);
             let mut chunks: Vec<&[arrow::record_batch::RecordBatch]> = batches.chunks(per_part).collect();
             if chunks.is_empty() {
