@@ -4,7 +4,8 @@
 -- events on any line whose name contains `compile` (backend_compile_and_load,
 -- PjRtCpuClient::Compile, CpuCompiler::RunBackend, XlaCompile, python `compile` frames,
 -- ...), except host<->device copies that a compiler object runs
--- (`PjRtCApiCompiler::BufferFromHostBuffer(f32[])` on GPU: the `transfers` query counts them). Compile time is the
+-- (`PjRtCApiCompiler::BufferFromHostBuffer(f32[])` on GPU: the `transfers` query counts them);
+-- the SQL function `is_compile_event` (src/tables/events_of_interest.rs). Compile time is the
 -- union of their intervals inside the step, so nested and concurrent compile events on
 -- several threads are not counted twice. Events outside every host step form a row with a
 -- null step.
@@ -23,7 +24,7 @@ WITH compile_names AS (
   -- Distinct names from event_totals (no scan of the events), still dictionary-encoded: the
   -- join hashes each distinct name once, and finds nothing to probe when no name matches.
   SELECT name FROM (SELECT name FROM event_totals WHERE run_id = {{run_id}} GROUP BY name) n
-  WHERE regexp_like(lower(CAST(name AS VARCHAR)), 'compile') AND NOT regexp_like(lower(CAST(name AS VARCHAR)), 'bufferfromhost|copytohost|transfer')
+  WHERE is_compile_event(CAST(name AS VARCHAR))
 ),
 compiles AS (
   SELECT e.host, e.start_ns, e.start_ns + e.dur_ns AS end_ns, e.dur_ns, CAST(e.name AS VARCHAR) AS name

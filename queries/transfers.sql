@@ -2,7 +2,8 @@
 --
 -- Answers: how much time goes to moving data between host and device? Recognised by name
 -- (memcpy HtoD/DtoH/DtoD, device_put, transfer to/from device, host_to_device,
--- device_to_host, TransferToDevice/Literal) and, for Kineto, the gpu_memcpy category.
+-- device_to_host, TransferToDevice/Literal) and, for Kineto, the gpu_memcpy category: the SQL function
+-- `is_transfer_event` (src/tables/events_of_interest.rs).
 -- Only outermost matching events count, so a transfer and its nested phases are not
 -- counted twice.
 --
@@ -25,9 +26,7 @@ WITH names AS (
   SELECT name, category FROM event_totals WHERE run_id = {{run_id}} GROUP BY name, category
 ),
 matching AS (
-  SELECT name, category FROM names
-  WHERE CAST(category AS VARCHAR) = 'gpu_memcpy'
-     OR regexp_like(lower(CAST(name AS VARCHAR)), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get')
+  SELECT name, category FROM names WHERE is_transfer_event(CAST(name AS VARCHAR), CAST(category AS VARCHAR))
 ),
 t AS (
   SELECT e.event_id, e.parent_id, CAST(e.name AS VARCHAR) AS name, lower(CAST(e.name AS VARCHAR)) AS lname, e.dur_ns, e.device IS NOT NULL AS on_device,

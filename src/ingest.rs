@@ -1,7 +1,7 @@
 //! Ingest: one INPUT → decode → tables → a committed run in the store.
 
 use crate::decode::{self, InputError, LoadError, PartSink};
-use crate::model::Capture;
+use crate::model::{ArgsKept, Capture};
 use crate::store::{self, Staged, Store};
 use crate::tables::{self, derive::Deriver, RunInfo, RunTables};
 use crate::timing::stage_done;
@@ -61,7 +61,8 @@ fn progress(msg: &str) {
 }
 
 /// Decodes an INPUT into its tables without touching a store (also used by in-memory
-/// analyses). The `events` table is deferred: it is decoded again if a query reads it.
+/// analyses). Its `events` table holds only the events of interest
+/// ([`tables::events_of_interest`]): the only rows the named queries read one by one.
 pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> Result<tables::RunTables, IngestError> {
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
@@ -77,23 +78,12 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
     };
     let run = tables::run_tables(&loaded.capture, sink.deriver.finish(), &info).map_err(|e| IngestError::Store(format!("building tables: {e}")))?;
     sink.tables.append(run);
-    let sha = loaded.trace_sha256;
-    sink.tables.deferred_events = Some(std::sync::Arc::new(tables::Deferred::new(move || load_events(&resolved, &sha).map_err(|e| e.to_string()))));
     stage_done("decode and tables", &mut clock);
     progress("");
     Ok(sink.tables)
 }
 
-/// The `events` table of a resolved INPUT, whose files must still have digest `trace_sha256`.
-fn load_events(resolved: &decode::Resolved, trace_sha256: &str) -> Result<Vec<arrow::record_batch::RecordBatch>, IngestError> {
-    let mut clock = std::time::Instant::now();
-    let mut sink = EventsSink { expected_sha256: trace_sha256, next_event_id: 0, batches: Vec::new() };
-    decode::load_parts(resolved, &mut sink)?;
-    stage_done("events table (decoded again)", &mut clock);
-    Ok(sink.batches)
-}
-
-/// Derives each part's tables in memory, all but `events`.
+/// Derives each part's tables in memory; of `events`, only the events of interest.
 struct MemorySink {
     deriver: Deriver,
     tables: RunTables,
@@ -104,17 +94,20 @@ impl PartSink for MemorySink {
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
         let mut clock = std::time::Instant::now();
         let ids = tables::derive::pool_ids(&capture.strings);
+        let first_event_id = self.deriver.next_event_id();
         let part = self.deriver.part(capture, &ids);
+        let events = tables::events_of_interest::events_batches(capture, first_event_id).map_err(|e| format!("building events: {e}"))?;
         stage_done("  part derive", &mut clock);
-        // The part's events are summed up now (the `events` table is deferred): free them
-        // before the tables are built, which is when memory peaks.
+        // The part's events are summed up now: free them before the tables are built, which
+        // is when memory peaks.
         capture.chunks = Vec::new();
+        self.tables.append(RunTables::new(vec![("events", events)]));
         self.tables.append(tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?);
         stage_done("  part tables", &mut clock);
         Ok(())
     }
-    fn args_kept(&self) -> Option<fn(&str) -> bool> {
-        Some(tables::derive::reads_arg)
+    fn args_kept(&self) -> Option<ArgsKept> {
+        Some(ArgsKept { keys: tables::derive::reads_arg, every_arg_of: tables::events_of_interest::keeps_every_arg })
     }
     fn prepare_part(&self) -> Option<fn(&mut Capture)> {
         Some(intern_derived_strings)
@@ -131,32 +124,6 @@ impl PartSink for MemorySink {
 /// Interns what the derivation of a part looks up by value, on the decoding thread.
 fn intern_derived_strings(capture: &mut Capture) {
     tables::derive::prepare_strings(capture);
-}
-
-/// Builds each part's `events` batches, numbered as [`Deriver`] numbers them.
-struct EventsSink<'a> {
-    expected_sha256: &'a str,
-    next_event_id: i64,
-    batches: Vec<arrow::record_batch::RecordBatch>,
-}
-
-impl PartSink for EventsSink<'_> {
-    type Error = String;
-    fn identified(&mut self, trace_sha256: &str) -> Result<(), String> {
-        if trace_sha256 != self.expected_sha256 {
-            return Err("the input changed since it was first read".into());
-        }
-        Ok(())
-    }
-    fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
-        self.batches.extend(tables::events_batches(capture, self.next_event_id).map_err(|e| format!("building events: {e}"))?);
-        self.next_event_id += capture.num_events() as i64;
-        Ok(())
-    }
-    fn restart(&mut self) -> Result<(), String> {
-        (self.next_event_id, self.batches) = (0, Vec::new());
-        Ok(())
-    }
 }
 
 /// Writes each part's tables into a staging directory as it is decoded, so that memory

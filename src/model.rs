@@ -144,10 +144,23 @@ impl<T: Nullable> SparseColumn<T> {
         SparseColumn { values }
     }
     fn permute(&mut self, order: &[u32]) {
-        if !self.values.is_empty() {
-            self.values = order.iter().map(|&i| self.get(i as usize)).collect();
-        }
+        *self = self.picked(order);
     }
+    /// The values of events `rows`, in that order.
+    fn picked(&self, rows: &[u32]) -> SparseColumn<T> {
+        if self.values.is_empty() {
+            return SparseColumn::default();
+        }
+        SparseColumn { values: rows.iter().map(|&i| self.get(i as usize)).collect() }
+    }
+}
+
+/// `v`'s values at `rows`, in that order (an unfilled column stays empty).
+fn picked<T: Copy>(v: &[T], rows: &[u32]) -> Vec<T> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    rows.iter().map(|&i| v[i as usize]).collect()
 }
 
 /// Columnar events of one or more whole lines, each line sorted by (start, -dur).
@@ -390,18 +403,13 @@ impl EventChunk {
     }
 
     fn permute(&mut self, order: &[u32]) {
-        fn take<T: Copy>(v: &mut Vec<T>, order: &[u32]) {
-            if v.is_empty() {
-                return;
-            }
-            *v = order.iter().map(|&i| v[i as usize]).collect();
-        }
-        take(&mut self.line, order);
-        take(&mut self.name, order);
+        // A column at a time, each freed once replaced: the peak is one column more.
+        self.line = picked(&self.line, order);
+        self.name = picked(&self.name, order);
         self.display_name.permute(order);
         self.category.permute(order);
-        take(&mut self.start_ns, order);
-        take(&mut self.dur_ns, order);
+        self.start_ns = picked(&self.start_ns, order);
+        self.dur_ns = picked(&self.dur_ns, order);
         self.hlo_op.permute(order);
         self.hlo_module.permute(order);
         self.tf_op.permute(order);
@@ -410,11 +418,50 @@ impl EventChunk {
         self.correlation_id.permute(order);
         self.device_ordinal.permute(order);
         self.src.permute(order);
-        let mut offsets = vec![0u32];
-        let mut keys = Vec::with_capacity(self.arg_key.len());
-        let mut value_offsets = vec![0u32];
-        let mut bytes = Vec::with_capacity(self.arg_value_bytes.len());
-        for &i in order {
+        (self.arg_offsets, self.arg_key, self.arg_value_offsets, self.arg_value_bytes) = self.picked_args(order);
+    }
+
+    /// Events `rows` of this chunk (in that order) as a chunk of their own, nesting included:
+    /// `parent` keeps indices into this chunk.
+    pub fn picked(&self, rows: &[u32]) -> EventChunk {
+        let (arg_offsets, arg_key, arg_value_offsets, arg_value_bytes) = self.picked_args(rows);
+        EventChunk {
+            line: picked(&self.line, rows),
+            name: picked(&self.name, rows),
+            display_name: self.display_name.picked(rows),
+            category: self.category.picked(rows),
+            start_ns: picked(&self.start_ns, rows),
+            dur_ns: picked(&self.dur_ns, rows),
+            self_ns: picked(&self.self_ns, rows),
+            depth: picked(&self.depth, rows),
+            parent: picked(&self.parent, rows),
+            hlo_op: self.hlo_op.picked(rows),
+            hlo_module: self.hlo_module.picked(rows),
+            tf_op: self.tf_op.picked(rows),
+            program_id: self.program_id.picked(rows),
+            step: self.step.picked(rows),
+            correlation_id: self.correlation_id.picked(rows),
+            device_ordinal: self.device_ordinal.picked(rows),
+            src: self.src.picked(rows),
+            arg_offsets,
+            arg_key,
+            arg_value_offsets,
+            arg_value_bytes,
+            local_strings: StringPool::default(),
+        }
+    }
+
+    /// The args of events `rows`: (arg_offsets, arg_key, arg_value_offsets, arg_value_bytes).
+    fn picked_args(&self, rows: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u8>) {
+        // Sized for every arg when every event is picked (a permutation).
+        let every = rows.len() >= self.len();
+        let mut offsets = Vec::with_capacity(rows.len() + 1);
+        offsets.push(0u32);
+        let mut keys = Vec::with_capacity(if every { self.arg_key.len() } else { 0 });
+        let mut value_offsets = Vec::with_capacity(if every { self.arg_value_offsets.len() } else { 1 });
+        value_offsets.push(0u32);
+        let mut bytes = Vec::with_capacity(if every { self.arg_value_bytes.len() } else { 0 });
+        for &i in rows {
             for j in self.args_of(i as usize) {
                 keys.push(self.arg_key[j]);
                 let a = self.arg_value_offsets[j] as usize;
@@ -424,10 +471,7 @@ impl EventChunk {
             }
             offsets.push(keys.len() as u32);
         }
-        self.arg_offsets = offsets;
-        self.arg_key = keys;
-        self.arg_value_offsets = value_offsets;
-        self.arg_value_bytes = bytes;
+        (offsets, keys, value_offsets, bytes)
     }
 }
 
@@ -499,10 +543,19 @@ pub struct Capture {
     /// file's metadata plane or HLO side files are read.
     pub hlo: std::sync::Arc<HloIndex>,
     pub meta: CaptureMeta,
-    /// When set, XPlane stats that are not typed columns are kept as args only under the keys
-    /// it accepts (an analysis that never builds `events` needs only what derive reads); None keeps
-    /// every arg. Trace JSON keeps every arg either way.
-    pub args_kept: Option<fn(&str) -> bool>,
+    /// When set, XPlane stats that are not typed columns are kept as args only as it says (an
+    /// analysis that builds few `events` rows needs little else than what derive reads); None
+    /// keeps every arg. Trace JSON keeps every arg either way.
+    pub args_kept: Option<ArgsKept>,
+}
+
+/// Which args a decoder keeps, for a caller that reads only some.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgsKept {
+    /// Arg keys kept on every event.
+    pub keys: fn(&str) -> bool,
+    /// Event names whose events keep every arg.
+    pub every_arg_of: fn(&str) -> bool,
 }
 
 impl Capture {

@@ -549,13 +549,16 @@ fn every_intent_answers_on_a_real_capture() {
     assert_eq!(stragglers["results"].as_array().unwrap().len(), 8);
 }
 
-/// In memory, `events` is built only when a query reads it (recompilation and transfers, when
-/// some event names match): the summary of an INPUT equals the summary of its stored run, on
-/// captures where the events are read (compiles, GPU copies) and where they are not.
+/// In memory, `events` holds only the events of interest (compiles, copies), with every arg:
+/// the summary of an INPUT equals the summary of its stored run, which has every event, on
+/// captures with compiles, with GPU copies (XPlane and Kineto JSON, with bytes args), on TPU,
+/// and without either.
 #[test]
 fn input_summary_equals_stored_run_summary() {
-    let mut inputs = vec![jax_gpu("host_bound_gappy"), jax_cpu("mlp_train")];
-    inputs.extend(shared("jax_cpu/shape_churn"));
+    let mut inputs = vec![jax_gpu("host_bound_gappy"), jax_cpu("mlp_train"), repo().join("tests/data/kineto/torch_mlp_h100.pt.trace.json.gz")];
+    for rel in ["jax_cpu/shape_churn", "public/openxla-xprof/tpu_v6e_jax_inference", "public/TraceLens/mi300x_jax08_gemm"] {
+        inputs.extend(shared(rel));
+    }
     let store = temp_dir("input-vs-run");
     for (i, input) in inputs.iter().enumerate() {
         let run_id = format!("r{i}");

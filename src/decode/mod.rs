@@ -10,7 +10,7 @@ pub mod trace_json;
 pub mod wire;
 pub mod xplane;
 
-use crate::model::{Capture, PlaneKind};
+use crate::model::{ArgsKept, Capture, PlaneKind};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::Read;
@@ -278,8 +278,8 @@ pub trait PartSink: Send {
         Ok(())
     }
     fn part(&mut self, capture: &mut Capture) -> Result<(), Self::Error>;
-    /// Which arg keys the sink reads (see [`Capture::args_kept`]); None: all of them.
-    fn args_kept(&self) -> Option<fn(&str) -> bool> {
+    /// Which args the sink reads (see [`Capture::args_kept`]); None: all of them.
+    fn args_kept(&self) -> Option<ArgsKept> {
         None
     }
     /// Run on each part on the decoding thread before it is handed over: the only place a

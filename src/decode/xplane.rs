@@ -23,7 +23,8 @@ enum Role {
     CorrelationId,
     DeviceOrdinal,
     Arg,
-    /// An arg the caller does not read ([`Capture::args_kept`]).
+    /// An arg the caller does not read ([`Capture::args_kept`]), unless the event keeps
+    /// every arg ([`EventMeta::every_arg`]).
     Skip,
 }
 
@@ -95,6 +96,8 @@ impl<T> IdMap<T> {
 struct EventMeta {
     name: u32,
     display_name: u32,
+    /// Its events keep the args [`Role::Skip`] leaves out ([`crate::model::ArgsKept::every_arg_of`]).
+    every_arg: bool,
     /// Stats attached to the metadata; event-level stats with the same key win.
     stats: Vec<(StatInfo, OwnedStat)>,
 }
@@ -370,7 +373,7 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
             let (id, sname) = stat_metadata_name(entry, off)?;
             let sname = String::from_utf8_lossy(sname);
             let role = match (role_of(&sname), capture.args_kept) {
-                (Role::Arg, Some(kept)) if !kept(&sname) => Role::Skip,
+                (Role::Arg, Some(kept)) if !(kept.keys)(&sname) => Role::Skip,
                 (role, _) => role,
             };
             stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role });
@@ -453,7 +456,8 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
             let dname = String::from_utf8_lossy(dname);
             let name_id = capture.strings.intern(&mname);
             let display_id = if dname.is_empty() || dname == mname { NO_STR } else { capture.strings.intern(&dname) };
-            events.insert(id, EventMeta { name: name_id, display_name: display_id, stats: mstats });
+            let every_arg = capture.args_kept.is_some_and(|kept| (kept.every_arg_of)(&mname));
+            events.insert(id, EventMeta { name: name_id, display_name: display_id, every_arg, stats: mstats });
         }
 
         // Lines: headers and events' bytes once every plane's metadata is read.
@@ -820,25 +824,27 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
             let meta = ctx.events.get(meta_id);
             let i = chunk.push_event(job.line_index, meta.map_or(NO_STR, |m| m.name), meta.map_or(NO_STR, |m| m.display_name), NO_STR, start, end - start);
             seen.clear();
+            let every_arg = meta.is_some_and(|m| m.every_arg);
+            let role_for_event = |info: StatInfo| if every_arg && info.role == Role::Skip { StatInfo { role: Role::Arg, ..info } } else { info };
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
                 // Most stats of a CPU capture are flow ids no caller reads: skip them unparsed.
                 // (Their metadata-level namesakes have the same role, so none is let through.)
                 if let Some(id) = leading_field1_varint(bytes) {
-                    if ctx.stats.get(id as i64).is_some_and(|info| info.role == Role::Skip) {
+                    if !every_arg && ctx.stats.get(id as i64).is_some_and(|info| info.role == Role::Skip) {
                         continue;
                     }
                 }
                 let (info, value) = read_stat(bytes, off, &ctx.stats)?;
                 if let Some(info) = info {
                     seen.push(info.name);
-                    apply_stat(&mut chunk, i, info, value, pool, &mut scratch);
+                    apply_stat(&mut chunk, i, role_for_event(info), value, pool, &mut scratch);
                 }
             }
             if let Some(meta) = meta {
                 for (info, value) in &meta.stats {
                     if !seen.contains(&info.name) {
-                        apply_stat(&mut chunk, i, *info, value.as_value(), pool, &mut scratch);
+                        apply_stat(&mut chunk, i, role_for_event(*info), value.as_value(), pool, &mut scratch);
                     }
                 }
             }

@@ -1,9 +1,12 @@
 //! SQL functions profq adds to every engine, so named queries and ad-hoc SQL share them:
 //! `shape_signature(shape)` and `flop_proxy(family, signature)`, the reference's coarse
-//! work measure (reference §3.12). They are Rust because SQL cannot fold over a shape's
-//! dims, and the summary needs the same rules outside SQL.
+//! work measure (reference §3.12); `is_compile_event(name)` and
+//! `is_transfer_event(name, category)`, the events the analyses read one by one
+//! ([`crate::tables::events_of_interest`]). They are Rust because SQL cannot fold over a
+//! shape's dims, and the same rules are needed outside SQL.
 
-use datafusion::arrow::array::{Array, ArrayRef, Float64Array, StringArray};
+use crate::tables::events_of_interest::{is_compile_event, is_transfer_event};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DataFusionError;
@@ -15,6 +18,36 @@ use std::sync::Arc;
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(create_udf("shape_signature", vec![DataType::Utf8], DataType::Utf8, Volatility::Immutable, Arc::new(shape_signature_udf)));
     ctx.register_udf(create_udf("flop_proxy", vec![DataType::Utf8, DataType::Utf8], DataType::Float64, Volatility::Immutable, Arc::new(flop_proxy_udf)));
+    ctx.register_udf(create_udf("is_compile_event", vec![DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_compile_event_udf)));
+    ctx.register_udf(create_udf(
+        "is_transfer_event",
+        vec![DataType::Utf8, DataType::Utf8],
+        DataType::Boolean,
+        Volatility::Immutable,
+        Arc::new(is_transfer_event_udf),
+    ));
+}
+
+/// Null for a null name, as a pattern match on it would be.
+fn is_compile_event_udf(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
+    let arrays = ColumnarValue::values_to_arrays(args)?;
+    let out: BooleanArray = strings(&arrays[0])?.iter().map(|name| name.map(is_compile_event)).collect();
+    Ok(ColumnarValue::Array(Arc::new(out)))
+}
+
+/// True for the copy category whatever the name; else null for a null name.
+fn is_transfer_event_udf(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
+    let arrays = ColumnarValue::values_to_arrays(args)?;
+    let (names, categories) = (strings(&arrays[0])?, strings(&arrays[1])?);
+    let out: BooleanArray = names
+        .iter()
+        .zip(categories.iter())
+        .map(|(name, category)| match name {
+            Some(name) => Some(is_transfer_event(name, category)),
+            None => is_transfer_event("", category).then_some(true),
+        })
+        .collect();
+    Ok(ColumnarValue::Array(Arc::new(out)))
 }
 
 fn strings(arg: &ArrayRef) -> Result<StringArray, DataFusionError> {
@@ -98,6 +131,73 @@ pub fn flop_proxy(family: Option<&str>, signature: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The two event rules equal the patterns the queries matched with before they were
+    /// functions, through DataFusion's own regex and `lower` (names from real captures, and
+    /// each alternative with its neighbours).
+    #[tokio::test]
+    async fn event_rules_equal_the_patterns_they_replace() {
+        let names = [
+            "backend_compile_and_load",
+            "PjRtCpuClient::Compile",
+            "CpuCompiler::RunBackend",
+            "PjRtCApiCompiler::BufferFromHostBuffer(f32[])",
+            "XlaCompile",
+            "COMPILE transfer",
+            "Memcpy HtoD (Pageable -> Device)",
+            "Memcpy DtoH",
+            "Memcpy DtoD",
+            "TransferToDevice",
+            "transfer_to_device",
+            "transfer_todevice",
+            "transferto_device",
+            "transfer__to_device",
+            "transfer_from_Device",
+            "transferfromdevice",
+            "transfer_fromdev",
+            "TransferLiteralToDevice",
+            "TransferToInfeed",
+            "host_to_device",
+            "device_to_host",
+            "H2D copy",
+            "d2h",
+            "copy_to_host",
+            "from_host_buffer",
+            "CopyToHostAsync",
+            "device_put",
+            "device_get",
+            "ncclDevKernel_AllReduce",
+            "fusion.12",
+            "ΣCOMPILE",
+            "",
+        ];
+        let ctx = SessionContext::new();
+        register(&ctx);
+        let list = names.iter().map(|n| format!("('{}')", n.replace('\'', "''"))).collect::<Vec<_>>().join(", ");
+        let sql = format!(
+            "SELECT column1 AS name, is_compile_event(column1) AS compile_fn, \
+               regexp_like(lower(column1), 'compile') AND NOT regexp_like(lower(column1), 'bufferfromhost|copytohost|transfer') AS compile_re, \
+               is_transfer_event(column1, NULL) AS transfer_fn, \
+               regexp_like(lower(column1), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get') AS transfer_re, \
+               is_transfer_event(column1, 'gpu_memcpy') AS copy_category \
+             FROM (VALUES {list})"
+        );
+        let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        let mut seen = 0;
+        for b in &batches {
+            let bools = |i: usize| b.column(i).as_any().downcast_ref::<BooleanArray>().unwrap().clone();
+            let names = strings(b.column(0)).unwrap();
+            let (compile_fn, compile_re, transfer_fn, transfer_re, copy) = (bools(1), bools(2), bools(3), bools(4), bools(5));
+            for i in 0..b.num_rows() {
+                let name = names.value(i);
+                assert_eq!(compile_fn.value(i), compile_re.value(i), "compile {name:?}");
+                assert_eq!(transfer_fn.value(i), transfer_re.value(i), "transfer {name:?}");
+                assert!(copy.value(i), "{name:?}");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, names.len());
+    }
 
     #[test]
     fn shape_signatures() {

@@ -4,7 +4,6 @@
 //! `run_id`). SQL is planned with DDL, DML and other statements disabled, so a query can
 //! neither create, change nor copy data, and no table function reading other files exists.
 
-pub mod deferred;
 pub mod functions;
 pub mod queries;
 
@@ -116,21 +115,6 @@ impl Engine {
         functions::register(&ctx);
         for t in schema::TABLES {
             let full = table_schema(t);
-            if t.name == "events" && runs.iter().any(|(tables, _)| tables.deferred_events.is_some()) {
-                let sources = runs
-                    .iter()
-                    .map(|(tables, run_id)| {
-                        let batches = match &tables.deferred_events {
-                            Some(d) => deferred::RunBatches::Deferred(d.clone()),
-                            None => deferred::RunBatches::Ready(Arc::new(tables.get(t.name).unwrap_or(&[]).to_vec())),
-                        };
-                        (run_id.to_string(), batches)
-                    })
-                    .collect();
-                let table = deferred::DeferredTable::new(full, sources, partitions, MEM_BATCH_ROWS);
-                ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
-                continue;
-            }
             // Batches are dealt to the partitions, at the size DataFusion's operators expect
             // (slices share the buffers, and every slice of a run shares one run_id column).
             let mut by_partition: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions];

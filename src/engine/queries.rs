@@ -171,6 +171,26 @@ mod tests {
         }
     }
 
+    /// An INPUT analysed in memory keeps only the events of interest as its `events` table
+    /// (`tables::events_of_interest`), which is right only while every named query reads
+    /// events through a join on names those rules pick. A query reading `events` otherwise
+    /// needs that table built in full again.
+    #[test]
+    fn events_are_read_only_through_the_rules_of_interest() {
+        let reads_events = |sql: &str| {
+            let words: Vec<String> = sql.split(|c: char| !(c.is_alphanumeric() || c == '_')).map(str::to_lowercase).collect();
+            words.windows(2).any(|w| (w[0] == "from" || w[0] == "join") && w[1] == "events")
+        };
+        let mut readers: Vec<(&str, &str)> = QUERIES.iter().filter(|q| reads_events(q.text)).map(|q| (q.name, q.text)).collect();
+        readers.sort();
+        let names: Vec<&str> = readers.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["recompilation", "transfers"]);
+        for (name, text) in readers {
+            let rule = if name == "transfers" { "is_transfer_event(" } else { "is_compile_event(" };
+            assert!(text.contains(rule), "{name} must pick its events with {rule}");
+        }
+    }
+
     #[test]
     fn numbers_are_checked() {
         let q = find("hot_ops").unwrap();

@@ -5,6 +5,7 @@
 
 pub mod columns;
 pub mod derive;
+pub mod events_of_interest;
 pub mod schema;
 
 use crate::model::*;
@@ -27,35 +28,11 @@ pub struct RunInfo {
 #[derive(Default)]
 pub struct RunTables {
     pub tables: Vec<(&'static str, Vec<RecordBatch>)>,
-    /// When set, `events` is not in `tables`: it is built on first use (an in-memory
-    /// analysis rarely reads every event, and the events are its largest table).
-    pub deferred_events: Option<Arc<Deferred>>,
-}
-
-/// Batches built at most once, on first use; a failure is kept and returned each time.
-pub struct Deferred {
-    build: Box<dyn Fn() -> std::result::Result<Vec<RecordBatch>, String> + Send + Sync>,
-    built: std::sync::OnceLock<std::result::Result<Vec<RecordBatch>, String>>,
-}
-
-impl Deferred {
-    pub fn new(build: impl Fn() -> std::result::Result<Vec<RecordBatch>, String> + Send + Sync + 'static) -> Self {
-        Deferred { build: Box::new(build), built: std::sync::OnceLock::new() }
-    }
-    pub fn get(&self) -> std::result::Result<&[RecordBatch], String> {
-        self.built.get_or_init(|| (self.build)()).as_deref().map_err(Clone::clone)
-    }
-}
-
-impl std::fmt::Debug for Deferred {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.built.get().is_some() { "Deferred(built)" } else { "Deferred(pending)" })
-    }
 }
 
 impl RunTables {
     pub fn new(tables: Vec<(&'static str, Vec<RecordBatch>)>) -> Self {
-        RunTables { tables, deferred_events: None }
+        RunTables { tables }
     }
     pub fn get(&self, name: &str) -> Option<&[RecordBatch]> {
         self.tables.iter().find(|(n, _)| *n == name).map(|(_, b)| b.as_slice())
@@ -110,7 +87,7 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
             .iter()
             .zip(bases)
             .filter(|(c, _)| !c.is_empty())
-            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base, 0..chunk.len())))
+            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base, 0..chunk.len(), None)))
             .collect();
         handles.into_iter().map(|h| h.join().expect("events batch builder panicked")).collect::<Result<Vec<_>>>()
     })
@@ -218,12 +195,24 @@ pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usiz
 
 /// The `events` rows of one slice.
 pub fn events_slice_batch(capture: &Capture, slice: &EventSlice) -> Result<RecordBatch> {
-    events_batch(capture, slice.chunk, slice.base, slice.rows.clone())
+    events_batch(capture, slice.chunk, slice.base, slice.rows.clone(), None)
 }
 
-fn events_batch(capture: &Capture, c: &EventChunk, base: i64, rows: std::ops::Range<usize>) -> Result<RecordBatch> {
+/// The `events` rows of `chunk`'s events `rows` (ascending), numbered as in the whole table.
+fn picked_events_batch(capture: &Capture, chunk: &EventChunk, base: i64, rows: &[u32]) -> Result<RecordBatch> {
+    events_batch(capture, &chunk.picked(rows), base, 0..rows.len(), Some(rows))
+}
+
+/// The `events` rows of `c`'s events `rows`. Event `i` is event `base + i` of the table, or
+/// `base + original[i]` when `c` holds events picked out of a chunk (their parents are then
+/// indices into that chunk already).
+fn events_batch(capture: &Capture, c: &EventChunk, base: i64, rows: std::ops::Range<usize>, original: Option<&[u32]>) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let r = || rows.clone();
+    let event_ids = match original {
+        None => i64s(r().map(|i| base + i as i64)),
+        Some(original) => i64s(r().map(|i| base + original[i] as i64)),
+    };
     let lines = &capture.lines;
     let planes = &capture.planes;
     let plane_of = |i: usize| &planes[lines[c.line[i] as usize].plane as usize];
@@ -261,7 +250,7 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64, rows: std::ops::Ra
     batch(
         "events",
         vec![
-            i64s(r().map(|i| base + i as i64)),
+            event_ids,
             host,
             plane,
             device,

@@ -1,0 +1,127 @@
+//! The events analyses read one by one rather than through `event_totals`: compile events
+//! (the `recompilation` query) and host↔device transfers (`transfers`).
+//!
+//! Both rules are defined here once. The named queries call them as SQL functions
+//! (`is_compile_event`, `is_transfer_event`; `engine::functions`), and an analysis of an INPUT
+//! in memory keeps exactly these events, with every arg, as its `events` table: so it decodes
+//! the INPUT once, and its queries see the same rows a stored run gives them.
+
+use super::derive::chunk_bases;
+use crate::model::{Capture, NO_STR};
+use arrow::record_batch::RecordBatch;
+
+/// Names that are copies run by a compiler object (`PjRtCApiCompiler::BufferFromHostBuffer`),
+/// which `transfers` counts rather than `recompilation`.
+const COPIES_NAMED_LIKE_COMPILES: [&str; 3] = ["bufferfromhost", "copytohost", "transfer"];
+
+/// Substrings of a lowercased name that make it a transfer (besides `transfer[_](to|from)[_]device`).
+const TRANSFER_WORDS: [&str; 16] = [
+    "memcpy",
+    "device_put",
+    "transferliteral",
+    "transfertoinfeed",
+    "host_to_device",
+    "device_to_host",
+    "htod",
+    "dtoh",
+    "dtod",
+    "h2d",
+    "d2h",
+    "to_host",
+    "from_host",
+    "bufferfromhost",
+    "copytohost",
+    "device_get",
+];
+
+/// Kineto's category of memory copies.
+const COPY_CATEGORY: &str = "gpu_memcpy";
+
+/// A compile event: its lowercased name contains `compile` (backend_compile_and_load,
+/// PjRtCpuClient::Compile, XlaCompile, python `compile` frames, …), and it is not a copy
+/// that a compiler object runs.
+pub fn is_compile_event(name: &str) -> bool {
+    let lower = name.to_lowercase();
+    lower.contains("compile") && !COPIES_NAMED_LIKE_COMPILES.iter().any(|w| lower.contains(w))
+}
+
+/// A host↔device (or device↔device) copy: Kineto's `gpu_memcpy` category, or a name that
+/// says so (memcpy HtoD/DtoH/DtoD, device_put, TransferToDevice, TransferLiteral…).
+pub fn is_transfer_event(name: &str, category: Option<&str>) -> bool {
+    if category == Some(COPY_CATEGORY) {
+        return true;
+    }
+    let lower = name.to_lowercase();
+    TRANSFER_WORDS.iter().any(|w| lower.contains(w)) || transfer_to_or_from_device(&lower)
+}
+
+/// `transfer`, an optional `_`, `to` or `from`, an optional `_`, `device`.
+fn transfer_to_or_from_device(lower: &str) -> bool {
+    lower.match_indices("transfer").any(|(at, word)| {
+        let rest = &lower[at + word.len()..];
+        let rest = rest.strip_prefix('_').unwrap_or(rest);
+        let Some(rest) = rest.strip_prefix("to").or_else(|| rest.strip_prefix("from")) else { return false };
+        rest.strip_prefix('_').unwrap_or(rest).starts_with("device")
+    })
+}
+
+/// Whether an event is one of those: the rows an in-memory `events` table keeps.
+pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
+    is_compile_event(name) || is_transfer_event(name, category)
+}
+
+/// For a decoder that keeps only some args: events named so keep every arg. (XPlane events,
+/// the only ones decoded that way, have no category.)
+pub fn keeps_every_arg(name: &str) -> bool {
+    is_of_interest(name, None)
+}
+
+/// The `events` rows of the part now in `capture.chunks` that are of interest, numbered from
+/// `first_event_id` as the whole table numbers them. Names are classified once each.
+pub fn events_batches(capture: &Capture, first_event_id: i64) -> super::Result<Vec<RecordBatch>> {
+    // By string id: 0 not seen yet, 1 of interest, 2 not.
+    let mut verdicts = vec![0u8; capture.strings.len()];
+    let mut verdict = |name: u32, category: u32| -> bool {
+        let (Some(slot), Some(text)) = (verdicts.get_mut(name as usize), capture.str(name)) else { return false };
+        // A category of its own makes a transfer whatever the name: asked apart.
+        if category != NO_STR && capture.str(category) == Some(COPY_CATEGORY) {
+            return true;
+        }
+        if *slot == 0 {
+            *slot = if is_of_interest(text, None) { 1 } else { 2 };
+        }
+        *slot == 1
+    };
+    let mut batches = Vec::new();
+    for (chunk, base) in capture.chunks.iter().zip(chunk_bases(capture, first_event_id)) {
+        let rows: Vec<u32> = (0..chunk.len()).filter(|&i| verdict(chunk.name[i], chunk.category.get(i))).map(|i| i as u32).collect();
+        if !rows.is_empty() {
+            batches.push(super::picked_events_batch(capture, chunk, base, &rows)?);
+        }
+    }
+    Ok(batches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compile_and_transfer_names() {
+        for name in ["backend_compile_and_load", "PjRtCpuClient::Compile", "XlaCompile", "CpuCompiler::RunBackend compile"] {
+            assert!(is_compile_event(name), "{name}");
+        }
+        for name in ["PjRtCApiCompiler::BufferFromHostBuffer(f32[])", "compile transfer", "fusion.3"] {
+            assert!(!is_compile_event(name), "{name}");
+        }
+        for name in
+            ["Memcpy HtoD (Pageable -> Device)", "TransferToDevice", "transfer_from_device", "transfer_to_Device", "device_put", "TransferLiteralToDevice"]
+        {
+            assert!(is_transfer_event(name, None), "{name}");
+        }
+        for name in ["transfer__to_device", "transferdevice", "transfer_todev", "copy.3", "fusion"] {
+            assert!(!is_transfer_event(name, None), "{name}");
+        }
+        assert!(is_transfer_event("anything", Some("gpu_memcpy")));
+    }
+}
