@@ -173,13 +173,15 @@ pub fn varint_at(buf: &[u8], pos: &mut usize) -> Option<u64> {
 }
 
 /// The value of field 1 when a message starts with it as a varint (how every producer
-/// writes an XStat's metadata id), read without checking the rest of the message.
+/// writes an XStat's metadata id), read without checking the rest of the message; `pos`
+/// is left after it.
 #[inline]
-pub fn leading_field1_varint(buf: &[u8]) -> Option<u64> {
+pub fn leading_field1_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     if buf.first() != Some(&0x08) {
         return None;
     }
-    varint_at(buf, &mut 1)
+    *pos = 1;
+    varint_at(buf, pos)
 }
 
 /// Reads a packed or unpacked repeated varint field value into `out`.

@@ -737,6 +737,52 @@ fn usual_stat<'a>(b: &'a [u8], ref_name: &impl Fn(i64) -> u32) -> Option<(i64, S
     (pos == b.len()).then_some((id, value))
 }
 
+/// The value of an XStat written the usual way when it is a varint (uint64 = 3, int64 = 4,
+/// ref = 7), `pos` being where the value's key is: the key byte and the raw bits. None for
+/// any other layout.
+#[inline]
+fn usual_varint_value(b: &[u8], mut pos: usize) -> Option<(u8, u64)> {
+    let key = *b.get(pos)?;
+    if !matches!(key, 0x18 | 0x20 | 0x38) {
+        return None;
+    }
+    pos += 1;
+    let raw = varint_at(b, &mut pos)?;
+    (pos == b.len()).then_some((key, raw))
+}
+
+/// Sets event `i`'s typed column of `role` from a varint value as [`apply_stat`] would: a
+/// string column from a ref (the referenced stat metadata's name), an integer column from
+/// an int64 or uint64. False for any other pairing, which [`apply_stat`] then takes.
+#[inline]
+fn set_typed_column(chunk: &mut EventChunk, i: usize, role: Role, key: u8, raw: u64, stats: &IdMap<StatInfo>) -> bool {
+    let capacity = chunk.capacity();
+    match (role, key) {
+        (Role::HloOp | Role::HloModule | Role::TfOp | Role::Src, 0x38) => {
+            let name = stats.get(raw as i64).map_or(NO_STR, |target| target.name);
+            let col = match role {
+                Role::HloOp => &mut chunk.hlo_op,
+                Role::HloModule => &mut chunk.hlo_module,
+                Role::Src => &mut chunk.src,
+                _ => &mut chunk.tf_op,
+            };
+            col.set(i, capacity, name);
+            true
+        }
+        (Role::ProgramId | Role::Step | Role::CorrelationId | Role::DeviceOrdinal, 0x18 | 0x20) => {
+            let col = match role {
+                Role::ProgramId => &mut chunk.program_id,
+                Role::Step => &mut chunk.step,
+                Role::CorrelationId => &mut chunk.correlation_id,
+                _ => &mut chunk.device_ordinal,
+            };
+            col.set(i, capacity, raw as i64);
+            true
+        }
+        _ => false,
+    }
+}
+
 fn value_i64(v: StatValue) -> Option<i64> {
     match v {
         StatValue::Int(x) => Some(x),
@@ -828,11 +874,22 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
             let role_for_event = |info: StatInfo| if every_arg && info.role == Role::Skip { StatInfo { role: Role::Arg, ..info } } else { info };
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
-                // Most stats of a CPU capture are flow ids no caller reads: skip them unparsed.
-                // (Their metadata-level namesakes have the same role, so none is let through.)
-                if let Some(id) = leading_field1_varint(bytes) {
-                    if !every_arg && ctx.stats.get(id as i64).is_some_and(|info| info.role == Role::Skip) {
+                let mut pos = 1;
+                if let Some(info) = leading_field1_varint(bytes, &mut pos).and_then(|id| ctx.stats.get(id as i64)) {
+                    let info = role_for_event(*info);
+                    // Most stats of a CPU capture are flow ids no caller reads: skipped
+                    // unparsed. (Their metadata-level namesakes have the same role, so none is
+                    // let through.)
+                    if info.role == Role::Skip {
                         continue;
+                    }
+                    // Typed columns set from a reference or an integer (hlo_op, hlo_module,
+                    // program_id, step, …: most stats that are read) straight from the bytes.
+                    if let Some((key, raw)) = usual_varint_value(bytes, pos) {
+                        if set_typed_column(&mut chunk, i, info.role, key, raw, &ctx.stats) {
+                            seen.push(info.name);
+                            continue;
+                        }
                     }
                 }
                 let (info, value) = read_stat(bytes, off, &ctx.stats)?;

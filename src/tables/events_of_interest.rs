@@ -79,16 +79,17 @@ pub fn keeps_every_arg(name: &str) -> bool {
 /// The `events` rows of the part now in `capture.chunks` that are of interest, numbered from
 /// `first_event_id` as the whole table numbers them. Names are classified once each.
 pub fn events_batches(capture: &Capture, first_event_id: i64) -> super::Result<Vec<RecordBatch>> {
-    // By string id: 0 not seen yet, 1 of interest, 2 not.
+    // A category of its own makes a transfer whatever the name.
+    let copy_category = capture.strings.lookup(COPY_CATEGORY).unwrap_or(NO_STR);
+    // By name id: 0 not seen yet, 1 of interest, 2 not.
     let mut verdicts = vec![0u8; capture.strings.len()];
     let mut verdict = |name: u32, category: u32| -> bool {
-        let (Some(slot), Some(text)) = (verdicts.get_mut(name as usize), capture.str(name)) else { return false };
-        // A category of its own makes a transfer whatever the name: asked apart.
-        if category != NO_STR && capture.str(category) == Some(COPY_CATEGORY) {
+        if category == copy_category && category != NO_STR {
             return true;
         }
+        let Some(slot) = verdicts.get_mut(name as usize) else { return false };
         if *slot == 0 {
-            *slot = if is_of_interest(text, None) { 1 } else { 2 };
+            *slot = if capture.str(name).is_some_and(|text| is_of_interest(text, None)) { 1 } else { 2 };
         }
         *slot == 1
     };
