@@ -709,21 +709,37 @@ impl Deriver {
     fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize) {
         // Per device; a host's activity is its devices' together (a union of their unions,
         // a sum of their counts: every op has one device).
+        // Per device: its ops' intervals, its compute ops' intervals, its ops' starts. Ops
+        // come a line at a time, so the last device's slot is usually the one wanted.
+        type Activity = (Vec<(i64, i64)>, Vec<(i64, i64)>, Vec<i64>);
+        let mut devices: Vec<((u32, u32), Activity)> = Vec::new();
+        let mut last = usize::MAX;
+        for op in ops.iter().filter(|o| !o.async_span) {
+            let key = (op.host, op.device);
+            if devices.get(last).is_none_or(|(k, _)| *k != key) {
+                last = devices.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
+                    devices.push((key, Activity::default()));
+                    devices.len() - 1
+                });
+            }
+            let (all, compute, starts) = &mut devices[last].1;
+            all.push((op.start_ns, op.end_ns()));
+            starts.push(op.start_ns);
+            if op.collective_kind.is_none() {
+                compute.push((op.start_ns, op.end_ns()));
+            }
+        }
         let mut all: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
         let mut compute: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
         let mut starts: FxHashMap<(u32, u32), Vec<i64>> = FxHashMap::default();
-        for op in ops.iter().filter(|o| !o.async_span) {
-            let key = (op.host, op.device);
-            all.entry(key).or_default().push((op.start_ns, op.end_ns()));
-            starts.entry(key).or_default().push(op.start_ns);
-            if op.collective_kind.is_none() {
-                compute.entry(key).or_default().push((op.start_ns, op.end_ns()));
+        for (key, (busy, computing, mut started)) in devices {
+            all.insert(key, union(busy));
+            if !computing.is_empty() {
+                compute.insert(key, union(computing));
             }
-        }
-        let all: FxHashMap<_, _> = all.into_iter().map(|(k, v)| (k, union(v))).collect();
-        let compute: FxHashMap<_, _> = compute.into_iter().map(|(k, v)| (k, union(v))).collect();
-        for v in starts.values_mut() {
-            v.sort_unstable();
+            // Stable: merges the sorted runs (one per line) the starts come in.
+            started.sort();
+            starts.insert(key, started);
         }
         let count = |v: &Vec<i64>, s: i64, e: i64| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64;
         for s in self.device_steps[first_new_device_step..].iter_mut() {
@@ -884,23 +900,40 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
     for (k, op) in ops.iter().enumerate() {
         by_line.entry(op.line_index).or_default().push(k);
     }
-    let name = |k: usize| capture.str(ops[k].hlo_op).unwrap_or("");
+    // Whether op k is a setup op, decided once per name (nearly every CPU op follows a gap).
+    let mut setup_by_name = vec![0u8; capture.strings.len()];
+    let mut is_setup = |k: usize| {
+        let id = ops[k].hlo_op;
+        let decide = || is_setup_op(capture.str(id).unwrap_or(""));
+        match setup_by_name.get_mut(id as usize) {
+            Some(slot) => {
+                if *slot == 0 {
+                    *slot = 1 + decide() as u8;
+                }
+                *slot == 2
+            }
+            None => decide(),
+        }
+    };
     let mut gaps = Vec::new();
     for track in by_line.values_mut() {
-        track.sort_by_key(|&k| (ops[k].start_ns, ops[k].end_ns(), k));
+        let order = |&k: &usize| (ops[k].start_ns, ops[k].end_ns(), k);
+        if !track.is_sorted_by_key(order) {
+            track.sort_by_key(order);
+        }
         let mut previous_end = i64::MIN;
         for (pos, &k) in track.iter().enumerate() {
             let op = &ops[k];
             if pos > 0 && op.start_ns > previous_end {
                 let mut payload = k;
-                if is_setup_op(name(k)) {
+                if is_setup(k) {
                     let mut chain_end = op.end_ns();
                     for &cand in track.iter().skip(pos + 1).take(GAP_LOOKAHEAD) {
                         if ops[cand].start_ns > chain_end {
                             break;
                         }
                         chain_end = chain_end.max(ops[cand].end_ns());
-                        if !is_setup_op(name(cand)) {
+                        if !is_setup(cand) {
                             payload = cand;
                             break;
                         }
