@@ -118,7 +118,10 @@ impl<T: Nullable> SparseColumn<T> {
             if self.values.capacity() == 0 {
                 self.values.reserve_exact(capacity.max(i + 1));
             }
-            self.values.resize(i, T::NULL);
+            // Usually the event just before had a value too: nothing to fill.
+            if self.values.len() < i {
+                self.values.resize(i, T::NULL);
+            }
             self.values.push(value);
         }
     }

@@ -568,11 +568,13 @@ impl Deriver {
 
         for chunk in &capture.chunks {
             for i in 0..chunk.len() {
-                let line = &capture.lines[chunk.line[i] as usize];
-                let plane = &capture.planes[line.plane as usize];
-                if plane.kind == PlaneKind::Device && is_op_event(capture, &roles, chunk, i) {
-                    self.note_device_ops(plane.host);
-                    break;
+                // Cheapest test first: most events are on lines of no device ops.
+                if is_op_event(capture, &roles, chunk, i) {
+                    let plane = &capture.planes[capture.lines[chunk.line[i] as usize].plane as usize];
+                    if plane.kind == PlaneKind::Device {
+                        self.note_device_ops(plane.host);
+                        break;
+                    }
                 }
             }
         }
@@ -612,21 +614,28 @@ impl Deriver {
         // that every thread fills its own slice of one vector; strings made on each thread then
         // join the first chunk's.
         let hosts_with_device_ops = &self.hosts_with_device_ops;
+        // What makes an event of each line an op: its line's plane kind, and for host lines
+        // whether the host's device planes hold the ops instead.
+        let line_kinds: Vec<(PlaneKind, bool)> = capture
+            .lines
+            .iter()
+            .map(|line| {
+                let plane = &capture.planes[line.plane as usize];
+                (plane.kind, hosts_with_device_ops.contains(&plane.host))
+            })
+            .collect();
         let op_events: Vec<Vec<u32>> = std::thread::scope(|s| {
             let handles: Vec<_> = capture
                 .chunks
                 .iter()
                 .map(|chunk| {
-                    let roles = &roles;
+                    let (roles, line_kinds) = (&roles, &line_kinds);
                     s.spawn(move || {
                         (0..chunk.len())
-                            .filter(|&i| {
-                                let plane = &capture.planes[capture.lines[chunk.line[i] as usize].plane as usize];
-                                match plane.kind {
-                                    PlaneKind::Device => is_op_event(capture, roles, chunk, i),
-                                    PlaneKind::Host => chunk.hlo_op.get(i) != NO_STR && !hosts_with_device_ops.contains(&plane.host),
-                                    PlaneKind::Other => false,
-                                }
+                            .filter(|&i| match line_kinds[chunk.line[i] as usize] {
+                                (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
+                                (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.get(i) != NO_STR,
+                                (PlaneKind::Other, _) => false,
                             })
                             .map(|i| i as u32)
                             .collect()
@@ -1260,10 +1269,15 @@ fn collect_steps(capture: &Capture, roles: &LineRoles) -> (Vec<Step>, Vec<Step>)
     for chunk in &capture.chunks {
         let mut seq_by_line: HashMap<u32, i64> = HashMap::new();
         for i in 0..chunk.len() {
+            // Most events are neither: the plane is looked up only for those that may be.
+            let annotated = chunk.step.get(i) != NULL_I64 && chunk.dur_ns[i] > 0;
+            if !annotated && !roles.steps[chunk.line[i] as usize] {
+                continue;
+            }
             let line = &capture.lines[chunk.line[i] as usize];
             let plane = &capture.planes[line.plane as usize];
             let (s, e) = (chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i]);
-            if plane.kind == PlaneKind::Host && chunk.step.get(i) != NULL_I64 && chunk.dur_ns[i] > 0 {
+            if plane.kind == PlaneKind::Host && annotated {
                 let key = (plane.host, chunk.step.get(i));
                 let keep = host_steps.get(&key).is_none_or(|old| e - s > old.end_ns - old.start_ns);
                 if keep {
