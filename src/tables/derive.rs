@@ -760,14 +760,16 @@ impl Deriver {
         for s in self.host_steps.values_mut() {
             s.op_count += starts.iter().filter(|((host, _), _)| *host == s.host).map(|(_, v)| count(v, s.start_ns, s.end_ns)).sum::<i64>();
         }
-        let of_host = |unions: &FxHashMap<(u32, u32), Vec<(i64, i64)>>, host: u32| -> Vec<(i64, i64)> {
-            union(unions.iter().filter(|((h, _), _)| *h == host).flat_map(|(_, v)| v.iter().copied()).collect())
-        };
-        let mut hosts: Vec<u32> = all.keys().map(|(host, _)| *host).collect();
-        hosts.sort_unstable();
-        hosts.dedup();
-        for host in hosts {
-            let (merged, computed) = (of_host(&all, host), of_host(&compute, host));
+        // A host's unions are its devices' unions merged (a host of one device: that one).
+        let mut by_host: BTreeMap<u32, [Vec<Vec<(i64, i64)>>; 2]> = BTreeMap::new();
+        for (which, unions) in [all, compute].into_iter().enumerate() {
+            for ((host, _), merged) in unions {
+                by_host.entry(host).or_default()[which].push(merged);
+            }
+        }
+        let union_of = |mut unions: Vec<Vec<(i64, i64)>>| if unions.len() == 1 { unions.pop().unwrap_or_default() } else { union(unions.concat()) };
+        for (host, [alls, computes]) in by_host {
+            let (merged, computed) = (union_of(alls), union_of(computes));
             let slot = self.host_busy.entry(host).or_default();
             slot.0 = merge_unions(std::mem::take(&mut slot.0), merged);
             slot.1 = merge_unions(std::mem::take(&mut slot.1), computed);
@@ -905,9 +907,14 @@ pub const GAP_LOOKAHEAD: usize = 8;
 /// start after the running maximum end; a setup marker is resolved to the first non-setup
 /// op within 8 that starts before the chain of ops after the marker goes idle again.
 fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
+    // A line's ops come one after another (chunks hold whole lines): added a run at a time.
     let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for (k, op) in ops.iter().enumerate() {
-        by_line.entry(op.line_index).or_default().push(k);
+    let mut run_start = 0;
+    for k in 1..=ops.len() {
+        if k == ops.len() || ops[k].line_index != ops[run_start].line_index {
+            by_line.entry(ops[run_start].line_index).or_default().extend(run_start..k);
+            run_start = k;
+        }
     }
     // Whether op k is a setup op, decided once per name (nearly every CPU op follows a gap).
     let mut setup_by_name = vec![0u8; capture.strings.len()];
@@ -924,7 +931,7 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
             None => decide(),
         }
     };
-    let mut gaps = Vec::new();
+    let mut gaps = Vec::with_capacity(ops.len());
     for track in by_line.values_mut() {
         let order = |&k: &usize| (ops[k].start_ns, ops[k].end_ns(), k);
         if !track.is_sorted_by_key(order) {
