@@ -761,7 +761,8 @@ impl Deriver {
             s.op_count += starts.iter().filter(|((host, _), _)| *host == s.host).map(|(_, v)| count(v, s.start_ns, s.end_ns)).sum::<i64>();
         }
         // A host's unions are its devices' unions merged (a host of one device: that one).
-        let mut by_host: BTreeMap<u32, [Vec<Vec<(i64, i64)>>; 2]> = BTreeMap::new();
+        type DevicesUnions = [Vec<Vec<(i64, i64)>>; 2];
+        let mut by_host: BTreeMap<u32, DevicesUnions> = BTreeMap::new();
         for (which, unions) in [all, compute].into_iter().enumerate() {
             for ((host, _), merged) in unions {
                 by_host.entry(host).or_default()[which].push(merged);
