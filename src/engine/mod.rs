@@ -141,12 +141,27 @@ impl Engine {
         Ok(Engine { ctx })
     }
 
-    /// Every table of one run, as batches of the contract schema (run_id left out).
+    /// The tables of one run as an analysis in memory holds them, in batches of the contract
+    /// schema (run_id left out): every table, but of `events` only the events of interest
+    /// ([`crate::tables::events_of_interest`]), as for an INPUT. They are found through the
+    /// run's distinct (name, category) pairs in `event_totals`, so that a run without any
+    /// reads none of its events.
     pub async fn run_tables(&self, run_id: &str) -> Result<RunTables, QueryError> {
         let mut out = Vec::new();
+        let run = run_id.replace('\'', "''");
         for t in schema::TABLES {
-            let cols: Vec<String> = t.columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
-            let sql = format!("SELECT {} FROM {} WHERE run_id = '{}'", cols.join(", "), t.name, run_id.replace('\'', "''"));
+            let cols: Vec<String> = t.columns.iter().map(|c| format!("e.\"{}\"", c.name)).collect();
+            let sql = if t.name == "events" {
+                format!(
+                    "SELECT {} FROM (SELECT DISTINCT name, category FROM event_totals WHERE run_id = '{run}' \
+                       AND (is_compile_event(CAST(name AS VARCHAR)) OR is_transfer_event(CAST(name AS VARCHAR), CAST(category AS VARCHAR)))) k \
+                     JOIN events e ON e.name = k.name AND e.category IS NOT DISTINCT FROM k.category \
+                     WHERE e.run_id = '{run}' ORDER BY e.event_id",
+                    cols.join(", ")
+                )
+            } else {
+                format!("SELECT {} FROM {} e WHERE e.run_id = '{run}'", cols.join(", "), t.name)
+            };
             let batches = self.sql(&sql).await?;
             let contract = schema::arrow_schema(t);
             let batches = batches
