@@ -425,7 +425,8 @@ impl EventChunk {
     }
 
     /// Events `rows` of this chunk (in that order) as a chunk of their own, nesting included:
-    /// `parent` keeps indices into this chunk.
+    /// `parent` keeps indices into this chunk. Its strings must be in the run's pool already
+    /// (the picked chunk has no local strings).
     pub fn picked(&self, rows: &[u32]) -> EventChunk {
         let (arg_offsets, arg_key, arg_value_offsets, arg_value_bytes) = self.picked_args(rows);
         EventChunk {

@@ -874,7 +874,7 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
             let role_for_event = |info: StatInfo| if every_arg && info.role == Role::Skip { StatInfo { role: Role::Arg, ..info } } else { info };
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
-                let mut pos = 1;
+                let mut pos = 0;
                 if let Some(info) = leading_field1_varint(bytes, &mut pos).and_then(|id| ctx.stats.get(id as i64)) {
                     let info = role_for_event(*info);
                     // Most stats of a CPU capture are flow ids no caller reads: skipped
