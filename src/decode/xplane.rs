@@ -756,31 +756,43 @@ fn usual_varint_value(b: &[u8], mut pos: usize) -> Option<(u8, u64)> {
 /// an int64 or uint64. False for any other pairing, which [`apply_stat`] then takes.
 #[inline]
 fn set_typed_column(chunk: &mut EventChunk, i: usize, role: Role, key: u8, raw: u64, stats: &IdMap<StatInfo>) -> bool {
-    let capacity = chunk.capacity();
     match (role, key) {
         (Role::HloOp | Role::HloModule | Role::TfOp | Role::Src, 0x38) => {
-            let name = stats.get(raw as i64).map_or(NO_STR, |target| target.name);
-            let col = match role {
-                Role::HloOp => &mut chunk.hlo_op,
-                Role::HloModule => &mut chunk.hlo_module,
-                Role::Src => &mut chunk.src,
-                _ => &mut chunk.tf_op,
-            };
-            col.set(i, capacity, name);
+            set_string_column(chunk, i, role, stats.get(raw as i64).map_or(NO_STR, |target| target.name));
             true
         }
         (Role::ProgramId | Role::Step | Role::CorrelationId | Role::DeviceOrdinal, 0x18 | 0x20) => {
-            let col = match role {
-                Role::ProgramId => &mut chunk.program_id,
-                Role::Step => &mut chunk.step,
-                Role::CorrelationId => &mut chunk.correlation_id,
-                _ => &mut chunk.device_ordinal,
-            };
-            col.set(i, capacity, raw as i64);
+            set_int_column(chunk, i, role, raw as i64);
             true
         }
         _ => false,
     }
+}
+
+/// Sets event `i`'s column of a string role (hlo_op, hlo_module, _src, tf_op).
+#[inline]
+fn set_string_column(chunk: &mut EventChunk, i: usize, role: Role, id: u32) {
+    let capacity = chunk.capacity();
+    let col = match role {
+        Role::HloOp => &mut chunk.hlo_op,
+        Role::HloModule => &mut chunk.hlo_module,
+        Role::Src => &mut chunk.src,
+        _ => &mut chunk.tf_op,
+    };
+    col.set(i, capacity, id);
+}
+
+/// Sets event `i`'s column of an integer role (program_id, step, correlation_id, device_ordinal).
+#[inline]
+fn set_int_column(chunk: &mut EventChunk, i: usize, role: Role, v: i64) {
+    let capacity = chunk.capacity();
+    let col = match role {
+        Role::ProgramId => &mut chunk.program_id,
+        Role::Step => &mut chunk.step,
+        Role::CorrelationId => &mut chunk.correlation_id,
+        _ => &mut chunk.device_ordinal,
+    };
+    col.set(i, capacity, v);
 }
 
 fn value_i64(v: StatValue) -> Option<i64> {
@@ -989,14 +1001,7 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
                     chunk.local(scratch)
                 }
             };
-            let capacity = chunk.capacity();
-            let col = match info.role {
-                Role::HloOp => &mut chunk.hlo_op,
-                Role::HloModule => &mut chunk.hlo_module,
-                Role::Src => &mut chunk.src,
-                _ => &mut chunk.tf_op,
-            };
-            col.set(i, capacity, id);
+            set_string_column(chunk, i, info.role, id);
         }
         Role::ProgramId | Role::Step | Role::CorrelationId | Role::DeviceOrdinal => {
             let Some(v) = (match value {
@@ -1005,22 +1010,13 @@ fn apply_stat(chunk: &mut EventChunk, i: usize, info: StatInfo, value: StatValue
             }) else {
                 return;
             };
-            let capacity = chunk.capacity();
-            let col = match info.role {
-                Role::ProgramId => &mut chunk.program_id,
-                Role::Step => &mut chunk.step,
-                Role::CorrelationId => &mut chunk.correlation_id,
-                _ => &mut chunk.device_ordinal,
-            };
-            col.set(i, capacity, v);
+            set_int_column(chunk, i, info.role, v);
         }
         Role::Skip => {}
         Role::Arg => {
             scratch.clear();
             write_value(value, pool, scratch);
-            chunk.arg_key.push(info.name);
-            chunk.arg_value_bytes.extend_from_slice(scratch.as_bytes());
-            chunk.arg_value_offsets.push(chunk.arg_value_bytes.len() as u32);
+            chunk.push_arg(info.name, scratch);
         }
     }
 }

@@ -716,10 +716,10 @@ impl Deriver {
     /// line share a plane, so a part); host steps count this part's op starts, and the host's
     /// busy intervals grow by this part's ops (their coverage is taken at the end).
     fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize) {
-        // Per device; a host's activity is its devices' together (a union of their unions,
-        // a sum of their counts: every op has one device).
-        // Per device: its ops' intervals, its compute ops' intervals, its ops' starts. Ops
-        // come a line at a time, so the last device's slot is usually the one wanted.
+        // Per device: its ops' intervals, its compute ops' intervals and its ops' starts; a
+        // host's activity is its devices' together (a union of their unions, a sum of their
+        // counts: every op has one device). Ops come a line at a time, so the last device's
+        // slot is usually the one wanted.
         type Activity = (Vec<(i64, i64)>, Vec<(i64, i64)>, Vec<i64>);
         let mut devices: Vec<((u32, u32), Activity)> = Vec::new();
         let mut last = usize::MAX;
@@ -738,35 +738,29 @@ impl Deriver {
                 compute.push((op.start_ns, op.end_ns()));
             }
         }
-        let mut all: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
-        let mut compute: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
-        let mut starts: FxHashMap<(u32, u32), Vec<i64>> = FxHashMap::default();
-        for (key, (busy, computing, mut started)) in devices {
-            all.insert(key, union(busy));
-            if !computing.is_empty() {
-                compute.insert(key, union(computing));
-            }
+        for (_, (all, compute, starts)) in devices.iter_mut() {
+            (*all, *compute) = (union(std::mem::take(all)), union(std::mem::take(compute)));
             // Stable: merges the sorted runs (one per line) the starts come in.
-            started.sort();
-            starts.insert(key, started);
+            starts.sort();
         }
-        let count = |v: &Vec<i64>, s: i64, e: i64| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64;
+        let count = |v: &[i64], s: i64, e: i64| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64;
+        let by_device: FxHashMap<(u32, u32), &Activity> = devices.iter().map(|(key, activity)| (*key, activity)).collect();
         for s in self.device_steps[first_new_device_step..].iter_mut() {
-            let key = (s.host, s.device);
-            s.busy_ns = all.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
-            s.compute_ns = compute.get(&key).map_or(0, |m| covered(m, s.start_ns, s.end_ns));
-            s.op_count = starts.get(&key).map_or(0, |v| count(v, s.start_ns, s.end_ns));
+            let activity = by_device.get(&(s.host, s.device));
+            s.busy_ns = activity.map_or(0, |(all, _, _)| covered(all, s.start_ns, s.end_ns));
+            s.compute_ns = activity.map_or(0, |(_, compute, _)| covered(compute, s.start_ns, s.end_ns));
+            s.op_count = activity.map_or(0, |(_, _, starts)| count(starts, s.start_ns, s.end_ns));
         }
         for s in self.host_steps.values_mut() {
-            s.op_count += starts.iter().filter(|((host, _), _)| *host == s.host).map(|(_, v)| count(v, s.start_ns, s.end_ns)).sum::<i64>();
+            s.op_count += devices.iter().filter(|((host, _), _)| *host == s.host).map(|(_, (_, _, starts))| count(starts, s.start_ns, s.end_ns)).sum::<i64>();
         }
         // A host's unions are its devices' unions merged (a host of one device: that one).
         type DevicesUnions = [Vec<Vec<(i64, i64)>>; 2];
         let mut by_host: BTreeMap<u32, DevicesUnions> = BTreeMap::new();
-        for (which, unions) in [all, compute].into_iter().enumerate() {
-            for ((host, _), merged) in unions {
-                by_host.entry(host).or_default()[which].push(merged);
-            }
+        for ((host, _), (all, compute, _)) in devices {
+            let [alls, computes] = by_host.entry(host).or_default();
+            alls.push(all);
+            computes.push(compute);
         }
         let union_of = |mut unions: Vec<Vec<(i64, i64)>>| if unions.len() == 1 { unions.pop().unwrap_or_default() } else { union(unions.concat()) };
         for (host, [alls, computes]) in by_host {
