@@ -64,10 +64,21 @@ fn progress(msg: &str) {
 /// analyses). Its `events` table holds only the events of interest
 /// ([`tables::events_of_interest`]): the only rows the named queries read one by one.
 pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> Result<tables::RunTables, IngestError> {
+    load_tables_telling(input, run_id, labels, None)
+}
+
+/// [`load_tables`], calling `on_first_events` when the first part holding events is handed
+/// over: the decode's parallel stages are done with it, and its derive starts.
+pub fn load_tables_telling(
+    input: &Path,
+    run_id: &str,
+    labels: &[(String, String)],
+    on_first_events: Option<Box<dyn FnOnce() + Send>>,
+) -> Result<tables::RunTables, IngestError> {
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
     let resolved = decode::resolve(input).map_err(IngestError::Input)?;
-    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default() };
+    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), on_first_events };
     let loaded = decode::load_parts(&resolved, &mut sink)?;
     let info = RunInfo {
         run_id: run_id.to_string(),
@@ -87,12 +98,18 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
 struct MemorySink {
     deriver: Deriver,
     tables: RunTables,
+    on_first_events: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl PartSink for MemorySink {
     type Error = String;
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
         let mut clock = std::time::Instant::now();
+        if !capture.chunks.is_empty() {
+            if let Some(tell) = self.on_first_events.take() {
+                tell();
+            }
+        }
         let ids = tables::derive::pool_ids(&capture.strings);
         let first_event_id = self.deriver.next_event_id();
         let part = self.deriver.part(capture, &ids);
@@ -116,7 +133,8 @@ impl PartSink for MemorySink {
         true
     }
     fn restart(&mut self) -> Result<(), String> {
-        *self = MemorySink { deriver: Deriver::new(), tables: RunTables::default() };
+        self.deriver = Deriver::new();
+        self.tables = RunTables::default();
         Ok(())
     }
 }

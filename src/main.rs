@@ -349,9 +349,16 @@ async fn summary_of(src: &SourceArgs, summary_file: Option<&std::path::Path>, op
         }
         return Ok((doc, None));
     }
-    let opened = source::open(&src.source()?, Spread::Narrow).await.map_err(source_failure)?;
-    let doc = summary::summarize(&opened.engine, &opened.run_id, &opened.source_path, opts).await.map_err(|e| fail(4, e))?;
-    Ok((doc, Some(opened.run_id)))
+    let (doc, run_id) = summary_of_source(&src.source()?, opts).await?;
+    Ok((doc, Some(run_id)))
+}
+
+/// The summary of a source and its run id; an INPUT's statements are planned while it decodes.
+async fn summary_of_source(source: &source::Source, opts: &SummaryOptions) -> Result<(serde_json::Value, String), ExitCode> {
+    let statements = summary::statements(opts, source::INPUT_RUN_ID);
+    let opened = source::open_planning(source, Spread::Narrow, statements).await.map_err(source_failure)?;
+    let doc = summary::summarize_planned(&opened.engine, &opened.run_id, &opened.source_path, opts, opened.planned).await.map_err(|e| fail(4, e))?;
+    Ok((doc, opened.run_id))
 }
 
 fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
@@ -514,13 +521,9 @@ fn main() -> ExitCode {
             };
             let opts = SummaryOptions { warmup_steps, hot_op_limit, breakdown_mode };
             runtime().block_on(async {
-                let opened = match source::open(&source, Spread::Narrow).await {
-                    Ok(o) => o,
-                    Err(e) => return source_failure(e),
-                };
-                match summary::summarize(&opened.engine, &opened.run_id, &opened.source_path, &opts).await {
-                    Ok(doc) => emit(&summary::to_json_text(&doc), output.as_deref()),
-                    Err(e) => fail(4, e),
+                match summary_of_source(&source, &opts).await {
+                    Ok((doc, _)) => emit(&summary::to_json_text(&doc), output.as_deref()),
+                    Err(code) => code,
                 }
             })
         }

@@ -576,3 +576,30 @@ fn input_summary_equals_stored_run_summary() {
         assert_eq!(q["query_type"], "recompilation", "{}", input.display());
     }
 }
+
+/// Statements planned before an INPUT's tables exist ([`profq::engine::ahead`]) read the
+/// tables given afterwards: the summary equals one planned over the filled tables, and a
+/// plan executed before its tables are given fails with an error rather than empty rows.
+#[tokio::test]
+async fn statements_planned_ahead_read_the_tables_given_later() {
+    use profq::engine::{Engine, Spread};
+    use profq::summary::{self, SummaryOptions};
+    let input = jax_cpu("mlp_train");
+    let tables = profq::ingest::load_tables(&input, "input", &[]).unwrap();
+    let opts = SummaryOptions::default();
+    let path = input.display().to_string();
+    let direct = summary::summarize(&Engine::from_tables(&tables, "input", Spread::Narrow).unwrap(), "input", &path, &opts).await.unwrap();
+
+    let (engine, slots) = Engine::pending(Spread::Narrow);
+    let early = engine.plan("SELECT count(*) AS n FROM ops").await.unwrap();
+    let err = engine.execute(early).await.unwrap_err();
+    assert!(err.0.contains("ops was read before its rows were given"), "{err}");
+    let mut planned = std::collections::BTreeMap::new();
+    for (key, sql) in summary::statements(&opts, "input") {
+        planned.insert(key, engine.plan(&sql).await.unwrap());
+    }
+    assert_eq!(planned.len(), 18);
+    slots.fill(&[(&tables, "input")]).unwrap();
+    let ahead = summary::summarize_planned(&engine, "input", &path, &opts, planned).await.unwrap();
+    assert_eq!(summary::to_json_text(&ahead), summary::to_json_text(&direct));
+}

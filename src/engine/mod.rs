@@ -4,6 +4,7 @@
 //! `run_id`). SQL is planned with DDL, DML and other statements disabled, so a query can
 //! neither create, change nor copy data, and no table function reading other files exists.
 
+pub mod ahead;
 pub mod functions;
 pub mod queries;
 
@@ -109,33 +110,11 @@ impl Engine {
 
     /// An engine over several runs held in memory, each under its run id.
     pub fn from_runs(runs: &[(&RunTables, &str)], spread: Spread) -> Result<Engine, QueryError> {
-        use datafusion::arrow::array::{ArrayRef, StringArray};
         let partitions = spread.partitions();
         let ctx = SessionContext::new_with_config(session_config(partitions));
         functions::register(&ctx);
         for t in schema::TABLES {
-            let full = table_schema(t);
-            // Batches are dealt to the partitions, at the size DataFusion's operators expect
-            // (slices share the buffers, and every slice of a run shares one run_id column).
-            let mut by_partition: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions];
-            let mut k = 0;
-            for (tables, run_id) in runs {
-                let batches = tables.get(t.name).unwrap_or(&[]);
-                let longest = batches.iter().map(|b| b.num_rows().min(MEM_BATCH_ROWS)).max().unwrap_or(0);
-                let run_ids: ArrayRef = Arc::new(StringArray::from(vec![*run_id; longest]));
-                for b in batches {
-                    let mut offset = 0;
-                    while offset < b.num_rows() {
-                        let len = MEM_BATCH_ROWS.min(b.num_rows() - offset);
-                        let mut cols: Vec<ArrayRef> = b.columns().iter().take(full.fields().len() - 1).map(|c| c.slice(offset, len)).collect();
-                        cols.push(run_ids.slice(0, len));
-                        by_partition[k % partitions].push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
-                        k += 1;
-                        offset += len;
-                    }
-                }
-            }
-            let mem = MemTable::try_new(full, by_partition).map_err(|e| QueryError(e.to_string()))?;
+            let mem = MemTable::try_new(table_schema(t), dealt_batches(t, runs, partitions)?).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
         Ok(Engine { ctx })
@@ -185,6 +164,12 @@ impl Engine {
 
     /// Runs one read-only SQL statement.
     pub async fn sql(&self, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
+        let planned = self.plan(sql).await?;
+        self.execute(planned).await
+    }
+
+    /// Plans one read-only SQL statement, down to its physical plan.
+    pub async fn plan(&self, sql: &str) -> Result<ahead::Planned, QueryError> {
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let to_plan = std::time::Instant::now();
         let df = self.ctx.sql_with_options(sql, options).await.map_err(|e| {
@@ -195,24 +180,53 @@ impl Engine {
                 QueryError(msg.trim().to_string())
             }
         })?;
+        let logical = std::time::Instant::now();
+        let task = Arc::new(df.task_ctx());
+        let plan = df.create_physical_plan().await.map_err(failed)?;
         if crate::timing::serial() {
             // Planning apart from execution (a summary's queries run one at a time here).
-            let planned = std::time::Instant::now();
-            let task = Arc::new(df.task_ctx());
-            let plan = df.create_physical_plan().await.map_err(failed)?;
-            let executed = std::time::Instant::now();
-            let out = datafusion::physical_plan::collect(plan, task).await.map_err(failed);
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-            eprintln!(
-                "profq: timing:   SQL to plan {:.1} ms, optimize and plan {:.1} ms, execute {:.1} ms",
-                ms(planned - to_plan),
-                ms(executed - planned),
-                ms(executed.elapsed())
-            );
-            return out;
+            eprintln!("profq: timing:   SQL to plan {:.1} ms, optimize and plan {:.1} ms", ms(logical - to_plan), ms(logical.elapsed()));
         }
-        df.collect().await.map_err(failed)
+        Ok(ahead::Planned { plan, task })
     }
+
+    /// Executes a planned statement.
+    pub async fn execute(&self, planned: ahead::Planned) -> Result<Vec<RecordBatch>, QueryError> {
+        let started = std::time::Instant::now();
+        let out = datafusion::physical_plan::collect(planned.plan, planned.task).await.map_err(failed);
+        if crate::timing::serial() {
+            eprintln!("profq: timing:   execute {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+        }
+        out
+    }
+}
+
+/// Table `t`'s batches of `runs`, each with its run's id, dealt to `partitions` partitions at
+/// the size DataFusion's operators expect (slices share the buffers, and every slice of a run
+/// shares one run_id column).
+fn dealt_batches(t: &schema::Table, runs: &[(&RunTables, &str)], partitions: usize) -> Result<Vec<Vec<RecordBatch>>, QueryError> {
+    use datafusion::arrow::array::{ArrayRef, StringArray};
+    let full = table_schema(t);
+    let mut by_partition: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions];
+    let mut k = 0;
+    for (tables, run_id) in runs {
+        let batches = tables.get(t.name).unwrap_or(&[]);
+        let longest = batches.iter().map(|b| b.num_rows().min(MEM_BATCH_ROWS)).max().unwrap_or(0);
+        let run_ids: ArrayRef = Arc::new(StringArray::from(vec![*run_id; longest]));
+        for b in batches {
+            let mut offset = 0;
+            while offset < b.num_rows() {
+                let len = MEM_BATCH_ROWS.min(b.num_rows() - offset);
+                let mut cols: Vec<ArrayRef> = b.columns().iter().take(full.fields().len() - 1).map(|c| c.slice(offset, len)).collect();
+                cols.push(run_ids.slice(0, len));
+                by_partition[k % partitions].push(RecordBatch::try_new(full.clone(), cols).map_err(|e| QueryError(format!("{}: {e}", t.name)))?);
+                k += 1;
+                offset += len;
+            }
+        }
+    }
+    Ok(by_partition)
 }
 
 /// A query that failed after planning began, as one line.

@@ -9,6 +9,7 @@ pub mod candidates;
 pub mod query;
 pub mod steps;
 
+use crate::engine::ahead::Planned;
 use crate::engine::functions::{flop_proxy, proxy_family_of_name, shape_signature};
 use crate::engine::{Engine, QueryError};
 use serde_json::{json, Map, Value};
@@ -56,55 +57,142 @@ pub struct Analyst<'a> {
     pub engine: &'a Engine,
     pub run_id: &'a str,
     /// Queries started ahead (see [`Analyst::prefetch`]), by name and parameters.
-    pending: std::sync::Mutex<BTreeMap<String, tokio::task::JoinHandle<Result<Vec<datafusion::arrow::record_batch::RecordBatch>, QueryError>>>>,
+    pending: std::sync::Mutex<BTreeMap<String, tokio::task::JoinHandle<QueryResult>>>,
+    /// Queries planned before the analyst was made ([`crate::engine::ahead`]), by the same key.
+    planned: std::sync::Mutex<BTreeMap<String, Planned>>,
 }
 
 pub type Row = Map<String, Value>;
 
+type QueryResult = Result<Vec<datafusion::arrow::record_batch::RecordBatch>, QueryError>;
+
+/// A named query with its parameters.
+pub type QueryCall = (&'static str, Vec<(&'static str, String)>);
+
+/// `params` of `query`, with the run id added where the query takes one.
+fn bind(query: &str, params: &[(&str, String)], run_id: &str) -> BTreeMap<String, String> {
+    let mut p: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    if crate::engine::queries::find(query).is_some_and(|q| q.params().iter().any(|p| p.name == "run_id")) {
+        p.insert("run_id".into(), run_id.to_string());
+    }
+    p
+}
+
+/// What a query's result is found by: its name and bound parameters.
+fn key(query: &str, params: &BTreeMap<String, String>) -> String {
+    format!("{query}{params:?}")
+}
+
 impl<'a> Analyst<'a> {
     pub fn new(engine: &'a Engine, run_id: &'a str) -> Self {
-        Analyst { engine, run_id, pending: Default::default() }
+        Analyst::with_plans(engine, run_id, BTreeMap::new())
     }
 
-    fn bind(&self, query: &str, params: &[(&str, String)]) -> BTreeMap<String, String> {
-        let mut p: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        if crate::engine::queries::find(query).is_some_and(|q| q.params().iter().any(|p| p.name == "run_id")) {
-            p.insert("run_id".into(), self.run_id.to_string());
+    /// An analyst that executes `planned` statements (by [`statements`]' keys) instead of
+    /// planning them again.
+    pub fn with_plans(engine: &'a Engine, run_id: &'a str, planned: BTreeMap<String, Planned>) -> Self {
+        Analyst { engine, run_id, pending: Default::default(), planned: std::sync::Mutex::new(planned) }
+    }
+
+    /// Runs a query: its plan if one was made ahead, else the query planned now.
+    fn run(
+        &self,
+        query: &str,
+        key: &str,
+        params: &BTreeMap<String, String>,
+    ) -> impl std::future::Future<Output = Result<Vec<datafusion::arrow::record_batch::RecordBatch>, QueryError>> + Send + 'static {
+        let planned = self.planned.lock().expect("planned queries").remove(key);
+        let (engine, name, params) = (self.engine.clone(), query.to_string(), params.clone());
+        async move {
+            match planned {
+                Some(p) => engine.execute(p).await.map_err(|e| QueryError(format!("query {name}: {e}"))),
+                None => engine.run_named(&name, &params).await,
+            }
         }
-        p
-    }
-
-    fn key(query: &str, params: &BTreeMap<String, String>) -> String {
-        format!("{query}{params:?}")
     }
 
     /// Starts queries now, on the runtime's workers, so that independent analyses overlap;
     /// [`Analyst::rows`] then picks up their results.
-    pub fn prefetch(&self, queries: &[(&str, &[(&str, String)])]) {
+    pub fn prefetch(&self, queries: &[QueryCall]) {
         if crate::timing::serial() {
             return;
         }
         let mut pending = self.pending.lock().expect("prefetch lock");
         for (query, params) in queries {
-            let bound = self.bind(query, params);
-            let (engine, name) = (self.engine.clone(), query.to_string());
-            let key = Self::key(query, &bound);
-            pending.entry(key).or_insert_with(|| tokio::spawn(async move { engine.run_named(&name, &bound).await }));
+            let bound = bind(query, params, self.run_id);
+            let key = key(query, &bound);
+            pending.entry(key).or_insert_with_key(|key| tokio::spawn(self.run(query, key, &bound)));
         }
     }
 
     pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
-        let p = self.bind(query, params);
+        let p = bind(query, params, self.run_id);
+        let key = key(query, &p);
         let t0 = std::time::Instant::now();
-        let started = self.pending.lock().expect("prefetch lock").remove(&Self::key(query, &p));
+        let started = self.pending.lock().expect("prefetch lock").remove(&key);
         let batches = match started {
             Some(handle) => handle.await.map_err(|e| QueryError(format!("query {query}: {e}")))??,
-            None => self.engine.run_named(query, &p).await?,
+            None => self.run(query, &key, &p).await?,
         };
         if crate::timing::enabled() {
             eprintln!("profq: timing: query {query}: {:.3} s", t0.elapsed().as_secs_f64());
         }
         Ok(crate::render::rows(&batches))
+    }
+}
+
+/// The named queries of a summary with their parameters, slowest first: they are
+/// independent, so they run side by side.
+fn summary_queries(opts: &SummaryOptions) -> Vec<QueryCall> {
+    let n = opts.hot_op_limit;
+    let (warm, top, long) = (vec![warmup_param(opts)], vec![("top_k", n.to_string())], vec![long_limit_param(opts)]);
+    vec![
+        ("semantic_families", vec![("top_k", n.max(50).to_string())]),
+        (breakdown_query(opts), vec![]),
+        ("gap_contexts", long.clone()),
+        ("transfers", vec![]),
+        ("trace_overview", vec![]),
+        ("recompilation", vec![]),
+        ("pre_op_gaps", long.clone()),
+        ("hot_ops", top),
+        ("per_host", warm.clone()),
+        ("step_skew", warm.clone()),
+        ("tiny_kernels", warm.clone()),
+        ("collectives_by_kind", vec![]),
+        ("hierarchical_regions", long.clone()),
+        ("regions", long),
+        ("shape_churn", vec![]),
+        ("device_idle", warm.clone()),
+        ("step_durations", warm),
+        ("provenance_hints", vec![]),
+    ]
+}
+
+/// The statements a summary of run `run_id` runs, as (key, SQL): what can be planned before
+/// the run's tables exist ([`crate::engine::ahead`]; [`Analyst::with_plans`] takes the plans).
+pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<(String, String)> {
+    summary_queries(opts)
+        .into_iter()
+        .filter_map(|(query, params)| {
+            let bound = bind(query, &params, run_id);
+            let sql = crate::engine::queries::find(query)?.bind(&bound).ok()?;
+            Some((key(query, &bound), sql))
+        })
+        .collect()
+}
+
+fn warmup_param(opts: &SummaryOptions) -> (&'static str, String) {
+    ("warmup_steps", opts.warmup_steps.to_string())
+}
+
+fn long_limit_param(opts: &SummaryOptions) -> (&'static str, String) {
+    ("top_k", opts.hot_op_limit.max(500).to_string())
+}
+
+fn breakdown_query(opts: &SummaryOptions) -> &'static str {
+    match opts.breakdown_mode {
+        BreakdownMode::ExclusivePerTrack => "time_breakdown",
+        BreakdownMode::ExclusiveGlobal => "time_breakdown_global",
     }
 }
 
@@ -144,37 +232,24 @@ pub fn iso_utc(epoch_ns: i64) -> String {
 
 /// Builds the profile_summary.v1 document of one run.
 pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions) -> Result<Value, QueryError> {
+    summarize_planned(engine, run_id, source_path, opts, BTreeMap::new()).await
+}
+
+/// [`summarize`], executing the statements in `planned` (by [`statements`]' keys) as planned.
+pub async fn summarize_planned(
+    engine: &Engine,
+    run_id: &str,
+    source_path: &str,
+    opts: &SummaryOptions,
+    planned: BTreeMap<String, Planned>,
+) -> Result<Value, QueryError> {
     let mut clock = std::time::Instant::now();
-    let a = Analyst::new(engine, run_id);
+    let a = Analyst::with_plans(engine, run_id, planned);
     let n = opts.hot_op_limit;
-    let warmup = ("warmup_steps", opts.warmup_steps.to_string());
-    let long_limit = ("top_k", n.max(500).to_string());
-    let breakdown_query = match opts.breakdown_mode {
-        BreakdownMode::ExclusivePerTrack => "time_breakdown",
-        BreakdownMode::ExclusiveGlobal => "time_breakdown_global",
-    };
-    // Slowest first: the analyses are independent, so they run side by side.
-    let (none, warm, top, long) = (&[][..], &[warmup.clone()][..], &[("top_k", n.to_string())][..], &[long_limit.clone()][..]);
-    a.prefetch(&[
-        ("semantic_families", &[("top_k", n.max(50).to_string())][..]),
-        (breakdown_query, none),
-        ("gap_contexts", long),
-        ("transfers", none),
-        ("trace_overview", none),
-        ("recompilation", none),
-        ("pre_op_gaps", long),
-        ("hot_ops", top),
-        ("per_host", warm),
-        ("step_skew", warm),
-        ("tiny_kernels", warm),
-        ("collectives_by_kind", none),
-        ("hierarchical_regions", long),
-        ("regions", long),
-        ("shape_churn", none),
-        ("device_idle", warm),
-        ("step_durations", warm),
-        ("provenance_hints", none),
-    ]);
+    let warmup = warmup_param(opts);
+    let long_limit = long_limit_param(opts);
+    let breakdown_query = breakdown_query(opts);
+    a.prefetch(&summary_queries(opts));
 
     let runs = engine.sql(&format!("SELECT * FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"))).await?;
     let run = crate::render::rows(&runs).into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;

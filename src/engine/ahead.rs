@@ -1,0 +1,233 @@
+//! Planning ahead: an analysis of an INPUT plans its SQL while the INPUT is still decoding.
+//!
+//! Planning depends on the tables' schemas only, and a summary's ~20 statements take about
+//! as long to plan as to run. An engine made by [`Engine::pending`] has every table of the
+//! contract registered with its schema and no rows yet; [`TableSlots::fill`] hands it the
+//! run's batches once they are built, and plans made before that read them when executed.
+//!
+//! The statements are planned by [`IdlePlanner`], on a thread of idle priority
+//! (`SCHED_IDLE` on Linux): the decoder's stages do not keep both cores busy all the time,
+//! and the planner takes only the cycles they leave, never time from the decode itself.
+
+use super::{dealt_batches, table_schema, Engine, QueryError, Spread};
+use crate::tables::{schema, RunTables};
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::datasource::TableType;
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::memory::{LazyBatchGenerator, LazyMemoryExec};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionContext;
+use parking_lot::RwLock;
+use std::any::Any;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A table's batches, dealt to its partitions; set once.
+type Slot = Arc<OnceLock<Vec<Vec<RecordBatch>>>>;
+
+/// Where the batches of an engine made by [`Engine::pending`] go, once they exist.
+#[derive(Clone)]
+pub struct TableSlots {
+    slots: Arc<Vec<(&'static str, Slot)>>,
+    partitions: usize,
+}
+
+impl TableSlots {
+    /// Gives every table its batches from `runs`, each run under its id (once; a table
+    /// already filled keeps its batches).
+    pub fn fill(&self, runs: &[(&RunTables, &str)]) -> Result<(), QueryError> {
+        for (t, (name, slot)) in schema::TABLES.iter().zip(self.slots.iter()) {
+            debug_assert_eq!(t.name, *name);
+            let _ = slot.set(dealt_batches(t, runs, self.partitions)?);
+        }
+        Ok(())
+    }
+}
+
+/// A table whose rows arrive after queries over it are planned.
+#[derive(Debug)]
+struct PendingTable {
+    name: &'static str,
+    schema: SchemaRef,
+    slot: Slot,
+    partitions: usize,
+}
+
+#[async_trait]
+impl TableProvider for PendingTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        let generators = (0..self.partitions)
+            .map(|partition| {
+                let reader = SlotReader { table: self.name, slot: self.slot.clone(), partition, next: 0 };
+                Arc::new(RwLock::new(reader)) as Arc<RwLock<dyn LazyBatchGenerator>>
+            })
+            .collect();
+        Ok(Arc::new(LazyMemoryExec::try_new(self.schema.clone(), generators)?.with_projection(projection.cloned())))
+    }
+}
+
+/// Reads one partition of a filled slot, batch by batch (batches share their buffers).
+#[derive(Debug)]
+struct SlotReader {
+    table: &'static str,
+    slot: Slot,
+    partition: usize,
+    next: usize,
+}
+
+impl std::fmt::Display for SlotReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} partition {}", self.table, self.partition)
+    }
+}
+
+impl LazyBatchGenerator for SlotReader {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn generate_next_batch(&mut self) -> datafusion::error::Result<Option<RecordBatch>> {
+        let Some(partitions) = self.slot.get() else {
+            return Err(datafusion::error::DataFusionError::Execution(format!("table {} was read before its rows were given", self.table)));
+        };
+        let batch = partitions.get(self.partition).and_then(|batches| batches.get(self.next)).cloned();
+        self.next += 1;
+        Ok(batch)
+    }
+    fn reset_state(&self) -> Arc<RwLock<dyn LazyBatchGenerator>> {
+        Arc::new(RwLock::new(SlotReader { table: self.table, slot: self.slot.clone(), partition: self.partition, next: 0 }))
+    }
+}
+
+/// A statement planned, ready to execute.
+pub struct Planned {
+    pub plan: Arc<dyn ExecutionPlan>,
+    pub task: Arc<TaskContext>,
+}
+
+impl Engine {
+    /// An engine over one run in memory whose batches are given later ([`TableSlots::fill`]);
+    /// queries may be planned before then, and executed after.
+    pub fn pending(spread: Spread) -> (Engine, TableSlots) {
+        let partitions = spread.partitions();
+        let ctx = SessionContext::new_with_config(super::session_config(partitions));
+        super::functions::register(&ctx);
+        let mut slots = Vec::new();
+        for t in schema::TABLES {
+            let slot = Slot::default();
+            let table = PendingTable { name: t.name, schema: table_schema(t), slot: slot.clone(), partitions };
+            ctx.register_table(t.name, Arc::new(table)).expect("a new session takes every table name");
+            slots.push((t.name, slot));
+        }
+        (Engine { ctx }, TableSlots { slots: Arc::new(slots), partitions })
+    }
+}
+
+/// Statements to plan, each under the key its caller finds it by.
+type Queue = VecDeque<(String, String)>;
+
+/// Plans statements one after another on a thread of idle priority, from when its
+/// [`StartSignal`] is given; [`IdlePlanner::finish`] takes what is planned by then.
+pub struct IdlePlanner {
+    queue: Arc<Mutex<Queue>>,
+    planned: Arc<Mutex<BTreeMap<String, Planned>>>,
+    start: StartSignal,
+}
+
+/// Tells an [`IdlePlanner`] to begin. Until then it waits: even at idle priority, a planner
+/// running beside the decode's parallel stages slows them (they share caches, memory
+/// bandwidth and the page-fault path), while the stages after them leave a core idle.
+#[derive(Clone, Default)]
+pub struct StartSignal(Arc<(Mutex<bool>, std::sync::Condvar)>);
+
+impl StartSignal {
+    pub fn give(&self) {
+        let (given, changed) = &*self.0;
+        *given.lock().expect("start signal") = true;
+        changed.notify_all();
+    }
+    fn wait(&self) {
+        let (given, changed) = &*self.0;
+        let mut g = given.lock().expect("start signal");
+        while !*g {
+            g = changed.wait(g).expect("start signal");
+        }
+    }
+}
+
+impl IdlePlanner {
+    /// A planner of `statements` (key, SQL) on `engine`, in order, once [`IdlePlanner::start_signal`]
+    /// is given.
+    pub fn new(engine: &Engine, statements: Vec<(String, String)>) -> IdlePlanner {
+        let queue = Arc::new(Mutex::new(statements.into_iter().collect::<Queue>()));
+        let planned = Arc::new(Mutex::new(BTreeMap::new()));
+        let start = StartSignal::default();
+        let (engine, q, p, start_signal) = (engine.clone(), queue.clone(), planned.clone(), start.clone());
+        let spawned = std::thread::Builder::new().name("profq-planner".into()).spawn(move || {
+            lower_own_priority();
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else { return };
+            start_signal.wait();
+            loop {
+                let Some((key, sql)) = q.lock().expect("planner queue").pop_front() else { return };
+                // A statement that fails to plan is planned again, and its error reported, by
+                // the caller's own path.
+                if let Ok(plan) = rt.block_on(engine.plan(&sql)) {
+                    p.lock().expect("planned statements").insert(key, plan);
+                }
+            }
+        });
+        if spawned.is_err() {
+            queue.lock().expect("planner queue").clear();
+        }
+        IdlePlanner { queue, planned, start }
+    }
+
+    /// What starts the planning.
+    pub fn start_signal(&self) -> StartSignal {
+        self.start.clone()
+    }
+
+    /// Stops planning and returns the statements planned so far, by key. One being planned
+    /// at this moment is left to the caller (the planner finishes it in idle time, unread).
+    pub fn finish(self) -> BTreeMap<String, Planned> {
+        self.stop();
+        std::mem::take(&mut *self.planned.lock().expect("planned statements"))
+    }
+
+    fn stop(&self) {
+        self.queue.lock().expect("planner queue").clear();
+        // A planner not started yet would otherwise wait for ever (the load failed, say).
+        self.start.give();
+    }
+}
+
+impl Drop for IdlePlanner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Lets the calling thread run only on cycles no other thread wants.
+fn lower_own_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_setscheduler reads the parameter struct only; pid 0 is this thread.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+    }
+}
