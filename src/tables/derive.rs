@@ -436,6 +436,23 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
 }
 
 /// The first event_id of each chunk, numbering from `first` in chunk order.
+/// The part's events cut into about one run of events per core, each within one chunk:
+/// (chunk index, event range), in event order.
+fn event_units(capture: &Capture) -> Vec<(usize, std::ops::Range<usize>)> {
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let per_unit = capture.num_events().div_ceil(workers).max(1);
+    let mut units = Vec::new();
+    for (ci, chunk) in capture.chunks.iter().enumerate() {
+        let mut start = 0;
+        while start < chunk.len() {
+            let end = (start + per_unit).min(chunk.len());
+            units.push((ci, start..end));
+            start = end;
+        }
+    }
+    units
+}
+
 pub fn chunk_bases(capture: &Capture, first: i64) -> Vec<i64> {
     let mut bases = Vec::with_capacity(capture.chunks.len());
     let mut base = first;
@@ -610,9 +627,9 @@ impl Deriver {
         let first_new_device_step = self.device_steps.len();
         self.device_steps.extend(part_device_steps);
 
-        // Ops, a chunk per thread (chunks hold whole lines): their events are found first, so
-        // that every thread fills its own slice of one vector; strings made on each thread then
-        // join the first chunk's.
+        // Ops, a unit of events per thread (a CPU capture's busiest thread can be most of a
+        // part's events): their events are found first, so that every thread fills its own
+        // slice of one vector; strings made on each thread then join the first unit's.
         let hosts_with_device_ops = &self.hosts_with_device_ops;
         // What makes an event of each line an op: its line's plane kind, and for host lines
         // whether the host's device planes hold the ops instead.
@@ -624,14 +641,15 @@ impl Deriver {
                 (plane.kind, hosts_with_device_ops.contains(&plane.host))
             })
             .collect();
+        let units = event_units(capture);
         let op_events: Vec<Vec<u32>> = std::thread::scope(|s| {
-            let handles: Vec<_> = capture
-                .chunks
+            let handles: Vec<_> = units
                 .iter()
-                .map(|chunk| {
-                    let (roles, line_kinds) = (&roles, &line_kinds);
+                .map(|(ci, range)| {
+                    let (roles, line_kinds, chunk) = (&roles, &line_kinds, &capture.chunks[*ci]);
                     s.spawn(move || {
-                        (0..chunk.len())
+                        range
+                            .clone()
                             .filter(|&i| match line_kinds[chunk.line[i] as usize] {
                                 (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
                                 (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.get(i) != NO_STR,
@@ -646,17 +664,15 @@ impl Deriver {
         });
         let mut ops: Vec<Op> = Vec::new();
         ops.resize_with(op_events.iter().map(Vec::len).sum(), Op::default);
-        let per_chunk_strings: Vec<LocalStrings> = std::thread::scope(|s| {
+        let per_unit_strings: Vec<LocalStrings> = std::thread::scope(|s| {
             let mut rest = &mut ops[..];
-            let handles: Vec<_> = capture
-                .chunks
+            let handles: Vec<_> = units
                 .iter()
                 .zip(&op_events)
-                .enumerate()
-                .map(|(ci, (chunk, events))| {
+                .map(|(&(ci, _), events)| {
                     let (slots, tail) = std::mem::take(&mut rest).split_at_mut(events.len());
                     rest = tail;
-                    let (module_windows, base) = (&module_windows, chunk_base[ci]);
+                    let (module_windows, base, chunk) = (&module_windows, chunk_base[ci], &capture.chunks[ci]);
                     s.spawn(move || {
                         let mut caches = OpCaches::default();
                         for (slot, &i) in slots.iter_mut().zip(events) {
@@ -670,11 +686,11 @@ impl Deriver {
                 .collect();
             handles.into_iter().map(|h| h.join().expect("op deriver panicked")).collect()
         });
-        let mut per_chunk_strings = per_chunk_strings.into_iter();
-        let mut strings = per_chunk_strings.next().unwrap_or_default();
+        let mut per_unit_strings = per_unit_strings.into_iter();
+        let mut strings = per_unit_strings.next().unwrap_or_default();
         let mut first = op_events.first().map_or(0, Vec::len);
-        for (chunk_strings, events) in per_chunk_strings.zip(op_events.iter().skip(1)) {
-            let remap: Vec<u32> = chunk_strings.values.into_iter().map(|v| strings.intern(v)).collect();
+        for (unit_strings, events) in per_unit_strings.zip(op_events.iter().skip(1)) {
+            let remap: Vec<u32> = unit_strings.values.into_iter().map(|v| strings.intern(v)).collect();
             let local = |id: u32| if id == NO_STR { id } else { remap[id as usize] };
             for op in &mut ops[first..first + events.len()] {
                 (op.region_path, op.source) = (local(op.region_path), local(op.source));
