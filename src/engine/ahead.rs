@@ -6,8 +6,10 @@
 //! run's batches once they are built, and plans made before that read them when executed.
 //!
 //! The statements are planned by [`IdlePlanner`], on a thread of idle priority
-//! (`SCHED_IDLE` on Linux): the decoder's stages do not keep both cores busy all the time,
-//! and the planner takes only the cycles they leave, never time from the decode itself.
+//! (`SCHED_IDLE` on Linux), from when its caller gives the [`StartSignal`] (an analysis:
+//! once the decode's parallel stages are done with the first part of events). The derive
+//! and the table build after them do not keep both cores busy; the planner gets the cycles
+//! they leave, though it still shares the caches and the memory bus with them.
 
 use super::{dealt_batches, table_schema, Engine, QueryError, Spread};
 use crate::tables::{schema, RunTables};
