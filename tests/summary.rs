@@ -598,7 +598,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     for (key, sql) in summary::statements(&opts, "input") {
         planned.insert(key, engine.plan(&sql).await.unwrap());
     }
-    assert_eq!(planned.len(), 18);
+    assert_eq!(planned.len(), 21);
     slots.fill(&[(&tables, "input")]).unwrap();
     let ahead = summary::summarize_planned(&engine, "input", &path, &opts, planned).await.unwrap();
     assert_eq!(summary::to_json_text(&ahead), summary::to_json_text(&direct));

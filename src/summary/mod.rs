@@ -125,6 +125,17 @@ impl<'a> Analyst<'a> {
         }
     }
 
+    /// Rows of one SQL statement: its plan if one was made ahead (keyed by the SQL itself,
+    /// see [`statements`]), else the statement planned now.
+    pub async fn sql_rows(&self, sql: &str) -> Result<Vec<Row>, QueryError> {
+        let planned = self.planned.lock().expect("planned queries").remove(sql);
+        let batches = match planned {
+            Some(p) => self.engine.execute(p).await?,
+            None => self.engine.sql(sql).await?,
+        };
+        Ok(crate::render::rows(&batches))
+    }
+
     pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
         let p = bind(query, params, self.run_id);
         let key = key(query, &p);
@@ -178,6 +189,7 @@ pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<(String, String)> 
             let sql = crate::engine::queries::find(query)?.bind(&bound).ok()?;
             Some((key(query, &bound), sql))
         })
+        .chain(run_statements(run_id).into_iter().map(|sql| (sql.clone(), sql)))
         .collect()
 }
 
@@ -251,12 +263,12 @@ pub async fn summarize_planned(
     let breakdown_query = breakdown_query(opts);
     a.prefetch(&summary_queries(opts));
 
-    let runs = engine.sql(&format!("SELECT * FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"))).await?;
-    let run = crate::render::rows(&runs).into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;
+    let [run_sql, warnings_sql, kinds_sql] = run_statements(run_id);
+    let run = a.sql_rows(&run_sql).await?.into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;
     let overview = a.rows("trace_overview", &[]).await?.into_iter().next().unwrap_or_default();
     let source_format = if run.get("source_format").and_then(Value::as_str) == Some("xplane") { "xplane_pb" } else { "perfetto_trace_json" };
-    let mut all_warnings = unnest(engine, run_id, "quality_warnings").await?;
-    let device_kinds = unnest(engine, run_id, "device_kinds").await?;
+    let mut all_warnings = texts(a.sql_rows(&warnings_sql).await?);
+    let device_kinds = texts(a.sql_rows(&kinds_sql).await?);
     let truncated = run.get("suspected_truncation").and_then(Value::as_bool).unwrap_or(false);
 
     // Steps.
@@ -496,10 +508,20 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
 }
 
 /// The values of a list column of the run's `runs` row, in order.
-async fn unnest(engine: &Engine, run_id: &str, column: &str) -> Result<Vec<String>, QueryError> {
-    let sql = format!("SELECT unnest({column}) AS v FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"));
-    let rows = crate::render::rows(&engine.sql(&sql).await?);
-    Ok(rows.iter().filter_map(|r| r.get("v").and_then(Value::as_str).map(str::to_string)).collect())
+/// The statements over `runs` a summary reads: the run's row, then its quality warnings and
+/// its device kinds (one `v` per row).
+fn run_statements(run_id: &str) -> [String; 3] {
+    let run = run_id.replace('\'', "''");
+    [
+        format!("SELECT * FROM runs WHERE run_id = '{run}'"),
+        format!("SELECT unnest(quality_warnings) AS v FROM runs WHERE run_id = '{run}'"),
+        format!("SELECT unnest(device_kinds) AS v FROM runs WHERE run_id = '{run}'"),
+    ]
+}
+
+/// The `v` texts of rows.
+fn texts(rows: Vec<Row>) -> Vec<String> {
+    rows.iter().filter_map(|r| r.get("v").and_then(Value::as_str).map(str::to_string)).collect()
 }
 
 /// Inclusive time of the root (first `=>` component) of a hierarchical region path, the
