@@ -182,6 +182,10 @@ fn summary_queries(opts: &SummaryOptions) -> Vec<QueryCall> {
 /// The statements a summary of run `run_id` runs, as (key, SQL): what can be planned before
 /// the run's tables exist ([`crate::engine::ahead`]; [`Analyst::with_plans`] takes the plans).
 pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<(String, String)> {
+    // `PROFQ_TIMING=serial` times each statement's planning apart from its execution.
+    if crate::timing::serial() {
+        return Vec::new();
+    }
     summary_queries(opts)
         .into_iter()
         .filter_map(|(query, params)| {
