@@ -511,7 +511,6 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// The values of a list column of the run's `runs` row, in order.
 /// The statements over `runs` a summary reads: the run's row, then its quality warnings and
 /// its device kinds (one `v` per row).
 fn run_statements(run_id: &str) -> [String; 3] {
