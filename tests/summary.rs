@@ -592,7 +592,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
 
     let (engine, slots) = Engine::pending(Spread::Narrow);
     let early = engine.plan("SELECT count(*) AS n FROM ops").await.unwrap();
-    let err = engine.execute(early).await.unwrap_err();
+    let err = early.execute().await.unwrap_err();
     assert!(err.0.contains("ops was read before its rows were given"), "{err}");
     let mut planned = std::collections::BTreeMap::new();
     for (key, sql) in summary::statements(&opts, "input") {

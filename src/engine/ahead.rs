@@ -22,7 +22,6 @@ use datafusion::execution::TaskContext;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::memory::{LazyBatchGenerator, LazyMemoryExec};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::prelude::SessionContext;
 use parking_lot::RwLock;
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
@@ -122,13 +121,24 @@ pub struct Planned {
     pub task: Arc<TaskContext>,
 }
 
+impl Planned {
+    /// Executes the statement.
+    pub async fn execute(self) -> Result<Vec<RecordBatch>, QueryError> {
+        let started = std::time::Instant::now();
+        let out = datafusion::physical_plan::collect(self.plan, self.task).await.map_err(super::failed);
+        if crate::timing::serial() {
+            eprintln!("profq: timing:   execute {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+        }
+        out
+    }
+}
+
 impl Engine {
     /// An engine over one run in memory whose batches are given later ([`TableSlots::fill`]);
     /// queries may be planned before then, and executed after.
     pub fn pending(spread: Spread) -> (Engine, TableSlots) {
         let partitions = spread.partitions();
-        let ctx = SessionContext::new_with_config(super::session_config(partitions));
-        super::functions::register(&ctx);
+        let ctx = super::in_memory_session(partitions);
         let mut slots = Vec::new();
         for t in schema::TABLES {
             let slot = Slot::default();

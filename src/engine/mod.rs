@@ -74,6 +74,13 @@ fn session_config(partitions: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(partitions).set_usize("datafusion.optimizer.max_passes", 1)
 }
 
+/// A session for tables held in memory, with profq's SQL functions.
+fn in_memory_session(partitions: usize) -> SessionContext {
+    let ctx = SessionContext::new_with_config(session_config(partitions));
+    functions::register(&ctx);
+    ctx
+}
+
 impl Engine {
     pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
         Engine::open_with(store_root, Spread::Wide).await
@@ -111,8 +118,7 @@ impl Engine {
     /// An engine over several runs held in memory, each under its run id.
     pub fn from_runs(runs: &[(&RunTables, &str)], spread: Spread) -> Result<Engine, QueryError> {
         let partitions = spread.partitions();
-        let ctx = SessionContext::new_with_config(session_config(partitions));
-        functions::register(&ctx);
+        let ctx = in_memory_session(partitions);
         for t in schema::TABLES {
             let mem = MemTable::try_new(table_schema(t), dealt_batches(t, runs, partitions)?).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
@@ -164,8 +170,7 @@ impl Engine {
 
     /// Runs one read-only SQL statement.
     pub async fn sql(&self, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
-        let planned = self.plan(sql).await?;
-        self.execute(planned).await
+        self.plan(sql).await?.execute().await
     }
 
     /// Plans one read-only SQL statement, down to its physical plan.
@@ -189,16 +194,6 @@ impl Engine {
             eprintln!("profq: timing:   SQL to plan {:.1} ms, optimize and plan {:.1} ms", ms(logical - to_plan), ms(logical.elapsed()));
         }
         Ok(ahead::Planned { plan, task })
-    }
-
-    /// Executes a planned statement.
-    pub async fn execute(&self, planned: ahead::Planned) -> Result<Vec<RecordBatch>, QueryError> {
-        let started = std::time::Instant::now();
-        let out = datafusion::physical_plan::collect(planned.plan, planned.task).await.map_err(failed);
-        if crate::timing::serial() {
-            eprintln!("profq: timing:   execute {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
-        }
-        out
     }
 }
 

@@ -105,7 +105,7 @@ impl<'a> Analyst<'a> {
         let (engine, name, params) = (self.engine.clone(), query.to_string(), params.clone());
         async move {
             match planned {
-                Some(p) => engine.execute(p).await.map_err(|e| QueryError(format!("query {name}: {e}"))),
+                Some(p) => p.execute().await.map_err(|e| QueryError(format!("query {name}: {e}"))),
                 None => engine.run_named(&name, &params).await,
             }
         }
@@ -130,7 +130,7 @@ impl<'a> Analyst<'a> {
     pub async fn sql_rows(&self, sql: &str) -> Result<Vec<Row>, QueryError> {
         let planned = self.planned.lock().expect("planned queries").remove(sql);
         let batches = match planned {
-            Some(p) => self.engine.execute(p).await?,
+            Some(p) => p.execute().await?,
             None => self.engine.sql(sql).await?,
         };
         Ok(crate::render::rows(&batches))

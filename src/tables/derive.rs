@@ -435,7 +435,6 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     ids
 }
 
-/// The first event_id of each chunk, numbering from `first` in chunk order.
 /// The part's events cut into about one run of events per core, each within one chunk:
 /// (chunk index, event range), in event order.
 fn event_units(capture: &Capture) -> Vec<(usize, std::ops::Range<usize>)> {
@@ -453,6 +452,31 @@ fn event_units(capture: &Capture) -> Vec<(usize, std::ops::Range<usize>)> {
     units
 }
 
+/// A yes or no about a string, decided at most once per string id (a part's names repeat
+/// many times over); an id outside the pool is decided each time.
+pub struct DecidedOnce {
+    /// By id: 0 not decided yet, 1 no, 2 yes.
+    slots: Vec<u8>,
+}
+
+impl DecidedOnce {
+    pub fn new(pool: &StringPool) -> Self {
+        DecidedOnce { slots: vec![0; pool.len()] }
+    }
+    pub fn get(&mut self, id: u32, decide: impl FnOnce() -> bool) -> bool {
+        match self.slots.get_mut(id as usize) {
+            Some(slot) => {
+                if *slot == 0 {
+                    *slot = 1 + decide() as u8;
+                }
+                *slot == 2
+            }
+            None => decide(),
+        }
+    }
+}
+
+/// The first event_id of each chunk, numbering from `first` in chunk order.
 pub fn chunk_bases(capture: &Capture, first: i64) -> Vec<i64> {
     let mut bases = Vec::with_capacity(capture.chunks.len());
     let mut base = first;
@@ -928,19 +952,10 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
         }
     }
     // Whether op k is a setup op, decided once per name (nearly every CPU op follows a gap).
-    let mut setup_by_name = vec![0u8; capture.strings.len()];
+    let mut setup_by_name = DecidedOnce::new(&capture.strings);
     let mut is_setup = |k: usize| {
         let id = ops[k].hlo_op;
-        let decide = || is_setup_op(capture.str(id).unwrap_or(""));
-        match setup_by_name.get_mut(id as usize) {
-            Some(slot) => {
-                if *slot == 0 {
-                    *slot = 1 + decide() as u8;
-                }
-                *slot == 2
-            }
-            None => decide(),
-        }
+        setup_by_name.get(id, || is_setup_op(capture.str(id).unwrap_or("")))
     };
     let mut gaps = Vec::with_capacity(ops.len());
     for track in by_line.values_mut() {

@@ -6,7 +6,7 @@
 //! in memory keeps exactly these events, with every arg, as its `events` table: so it decodes
 //! the INPUT once, and its queries see the same rows a stored run gives them.
 
-use super::derive::chunk_bases;
+use super::derive::{chunk_bases, DecidedOnce};
 use crate::model::{Capture, NO_STR};
 use arrow::record_batch::RecordBatch;
 
@@ -81,17 +81,12 @@ pub fn keeps_every_arg(name: &str) -> bool {
 pub fn events_batches(capture: &Capture, first_event_id: i64) -> super::Result<Vec<RecordBatch>> {
     // A category of its own makes a transfer whatever the name.
     let copy_category = capture.strings.lookup(COPY_CATEGORY).unwrap_or(NO_STR);
-    // By name id: 0 not seen yet, 1 of interest, 2 not.
-    let mut verdicts = vec![0u8; capture.strings.len()];
+    let mut by_name = DecidedOnce::new(&capture.strings);
     let mut verdict = |name: u32, category: u32| -> bool {
         if category == copy_category && category != NO_STR {
             return true;
         }
-        let Some(slot) = verdicts.get_mut(name as usize) else { return false };
-        if *slot == 0 {
-            *slot = if capture.str(name).is_some_and(|text| is_of_interest(text, None)) { 1 } else { 2 };
-        }
-        *slot == 1
+        by_name.get(name, || capture.str(name).is_some_and(|text| is_of_interest(text, None)))
     };
     let mut batches = Vec::new();
     for (chunk, base) in capture.chunks.iter().zip(chunk_bases(capture, first_event_id)) {
