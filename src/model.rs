@@ -158,6 +158,61 @@ impl<T: Nullable> SparseColumn<T> {
     }
 }
 
+/// Computes self_ns, depth and parent for the events of `chunks` with the reference stack
+/// rule: at equal start the longer event is the parent; a partially overlapping event is a
+/// sibling of the one it overlaps; a child's full duration is subtracted from its parent.
+/// The chunks' events, one after another, must hold each line as one run sorted by
+/// (start, -dur); `first_position` is the position of the first one in its part.
+pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32) {
+    for c in chunks.iter_mut() {
+        let n = c.len();
+        c.self_ns = c.dur_ns.clone();
+        c.depth = vec![0; n];
+        c.parent = vec![NO_PARENT; n];
+    }
+    /// An open event: its end, where it is (chunk, index) and its position in the part.
+    struct Open {
+        end: i64,
+        chunk: usize,
+        index: usize,
+        position: u32,
+    }
+    let mut stack: Vec<Open> = Vec::new();
+    let mut current_line = u32::MAX;
+    let mut position = first_position;
+    for ci in 0..chunks.len() {
+        for i in 0..chunks[ci].len() {
+            let c = &chunks[ci];
+            if c.line[i] != current_line {
+                current_line = c.line[i];
+                stack.clear();
+            }
+            let (start, dur) = (c.start_ns[i], c.dur_ns[i]);
+            let end = start.saturating_add(dur);
+            while stack.last().is_some_and(|top| top.end <= start || top.end < end) {
+                stack.pop();
+            }
+            if let Some(top) = stack.last() {
+                let (parent, depth) = (top.position, stack.len() as u32);
+                let (tc, ti) = (top.chunk, top.index);
+                chunks[tc].self_ns[ti] = chunks[tc].self_ns[ti].saturating_sub(dur);
+                let c = &mut chunks[ci];
+                c.parent[i] = parent;
+                c.depth[i] = depth;
+            }
+            stack.push(Open { end, chunk: ci, index: i, position });
+            position += 1;
+        }
+    }
+    for c in chunks.iter_mut() {
+        for v in c.self_ns.iter_mut() {
+            if *v < 0 {
+                *v = 0;
+            }
+        }
+    }
+}
+
 /// `v`'s values at `rows`, in that order (an unfilled column stays empty).
 fn picked<T: Copy>(v: &[T], rows: &[u32]) -> Vec<T> {
     if v.is_empty() {
@@ -166,7 +221,9 @@ fn picked<T: Copy>(v: &[T], rows: &[u32]) -> Vec<T> {
     rows.iter().map(|&i| v[i as usize]).collect()
 }
 
-/// Columnar events of one or more whole lines, each line sorted by (start, -dur).
+/// Columnar events of one or more lines, each line's events one run sorted by (start, -dur).
+/// A part's chunks come in order, and a line cut into pieces to be decoded on several cores
+/// runs on from one chunk into the next ([`nest_lines`]).
 #[derive(Default, Debug)]
 pub struct EventChunk {
     pub line: Vec<u32>,
@@ -177,7 +234,8 @@ pub struct EventChunk {
     pub dur_ns: Vec<i64>,
     pub self_ns: Vec<i64>,
     pub depth: Vec<u32>,
-    /// Index of the parent within this chunk, or NO_PARENT.
+    /// Position of the parent among the part's events (its chunks' events one after
+    /// another), or NO_PARENT.
     pub parent: Vec<u32>,
     pub hlo_op: SparseColumn<u32>,
     pub hlo_module: SparseColumn<u32>,
@@ -347,53 +405,29 @@ impl EventChunk {
         self.local_strings = StringPool::default();
     }
 
-    /// Computes self_ns, depth and parent for the events of each line with the reference
-    /// stack rule: at equal start the longer event is the parent; a partially overlapping
-    /// event is a sibling of the one it overlaps; a child's full duration is subtracted
-    /// from its parent. Events must already be grouped by line and sorted by (start, -dur).
+    /// [`nest_lines`] of this chunk alone, the first of its part.
     pub fn compute_nesting(&mut self) {
-        let n = self.len();
-        self.self_ns = self.dur_ns.clone();
-        self.depth = vec![0; n];
-        self.parent = vec![NO_PARENT; n];
-        let mut stack: Vec<u32> = Vec::new();
-        let mut current_line = u32::MAX;
-        for i in 0..n {
-            if self.line[i] != current_line {
-                current_line = self.line[i];
-                stack.clear();
-            }
-            let start = self.start_ns[i];
-            let end = start.saturating_add(self.dur_ns[i]);
-            while let Some(&top) = stack.last() {
-                let top_end = self.start_ns[top as usize].saturating_add(self.dur_ns[top as usize]);
-                if top_end <= start || top_end < end {
-                    stack.pop();
-                } else {
-                    break;
-                }
-            }
-            if let Some(&top) = stack.last() {
-                self.parent[i] = top;
-                self.depth[i] = stack.len() as u32;
-                let t = top as usize;
-                self.self_ns[t] = self.self_ns[t].saturating_sub(self.dur_ns[i]);
-            }
-            stack.push(i as u32);
-        }
-        for v in self.self_ns.iter_mut() {
-            if *v < 0 {
-                *v = 0;
-            }
-        }
+        nest_lines(std::slice::from_mut(self), 0);
+    }
+
+    /// Whether `next` starts with more events of this chunk's last line, in (start, -dur)
+    /// order after its last event.
+    pub fn line_continues_into(&self, next: &EventChunk) -> bool {
+        let (Some(&last), Some(&first)) = (self.line.last(), next.line.first()) else { return false };
+        let n = self.len() - 1;
+        last == first && (self.start_ns[n], -self.dur_ns[n]) <= (next.start_ns[0], -next.dur_ns[0])
+    }
+
+    /// Whether every line's events are sorted by (start, -dur).
+    pub fn lines_sorted(&self) -> bool {
+        (1..self.len()).all(|i| self.line[i - 1] != self.line[i] || (self.start_ns[i - 1], -self.dur_ns[i - 1]) <= (self.start_ns[i], -self.dur_ns[i]))
     }
 
     /// Sorts the events of every line by (start, -dur), keeping lines in their order.
     /// Returns true if anything moved. Stable, so equal events keep file order.
     pub fn sort_within_lines(&mut self) -> bool {
         let n = self.len();
-        let sorted = (1..n).all(|i| self.line[i - 1] != self.line[i] || (self.start_ns[i - 1], -self.dur_ns[i - 1]) <= (self.start_ns[i], -self.dur_ns[i]));
-        if sorted {
+        if self.lines_sorted() {
             return false;
         }
         let mut order: Vec<u32> = (0..n as u32).collect();
@@ -425,7 +459,7 @@ impl EventChunk {
     }
 
     /// Events `rows` of this chunk (in that order) as a chunk of their own, nesting included:
-    /// `parent` keeps indices into this chunk. Its strings must be in the run's pool already
+    /// `parent` keeps positions in this chunk's part. Its strings must be in the run's pool already
     /// (the picked chunk has no local strings).
     pub fn picked(&self, rows: &[u32]) -> EventChunk {
         let (arg_offsets, arg_key, arg_value_offsets, arg_value_bytes) = self.picked_args(rows);

@@ -526,16 +526,14 @@ fn stream_xplane(
         groups.last_mut().expect("a group").push(plane);
     }
     for group in groups {
-        xplane::decode_planes(&group, host, layout.start_epoch, capture).map_err(|e| input_err(&f.path, format!("corrupt or truncated XPlane: {e}")))?;
+        xplane::decode_planes(&group, host, layout.start_epoch, capture, &mut |bytes| release(map, bytes))
+            .map_err(|e| input_err(&f.path, format!("corrupt or truncated XPlane: {e}")))?;
         if shift_ns != 0 {
             for c in &mut capture.chunks {
                 for s in c.start_ns.iter_mut() {
                     *s = s.saturating_add(shift_ns);
                 }
             }
-        }
-        for plane in &group {
-            release(map, plane.bytes);
         }
         on_part(capture)?;
     }

@@ -10,6 +10,8 @@ use super::hlo::index_hlo_proto;
 use super::wire::{leading_field1_varint, varint_at, Fields, Value, WireError};
 use crate::model::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// What a stat becomes in the events table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,7 +338,7 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
     let layout = scan(bytes, &mut |_| {})?;
     let host = register_host(&layout, default_host, capture);
     let planes: Vec<&PlaneRef> = layout.planes.iter().collect();
-    decode_planes(&planes, host, layout.start_epoch, capture)?;
+    decode_planes(&planes, host, layout.start_epoch, capture, &mut |_| {})?;
     Ok(layout.start_epoch)
 }
 
@@ -358,7 +360,8 @@ pub fn register_host(layout: &Layout, default_host: &str, capture: &mut Capture)
 
 /// Decodes `planes` (whole planes of one host's XSpace) and appends them to `capture`.
 /// `start_epoch` is the host's profile start, to which line timestamps are made relative.
-pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, capture: &mut Capture) -> Result<()> {
+/// `read` is given each plane's bytes once they are decoded and no longer needed.
+pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, capture: &mut Capture, read: &mut dyn FnMut(&[u8])) -> Result<()> {
     let mut clock = std::time::Instant::now();
     // Pass 1: plane headers, metadata tables, special planes.
     let mut ctxs: Vec<PlaneCtx> = Vec::new();
@@ -510,6 +513,10 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
         handles.into_iter().map(|h| h.join().expect("event decoder panicked")).collect()
     });
     crate::timing::stage_done("  xplane events", &mut clock);
+    // The events are decoded: the planes' pages can go before their chunks are put together.
+    for plane in planes {
+        read(plane.bytes);
+    }
     let mut pieces = Vec::with_capacity(units.len());
     for group in decoded {
         for mut piece in group? {
@@ -593,55 +600,112 @@ fn balance_units(units: &[Unit], n: usize) -> Vec<std::ops::Range<usize>> {
     groups
 }
 
-/// Joins decoded pieces back into about `n` chunks, cutting only where a line starts, then
-/// sorts and nests each chunk's lines in parallel.
+/// Puts the decoded pieces (in order) together into the part's chunks, then sorts and nests
+/// every line, in parallel over runs of chunks that share no line.
+///
+/// Whole lines are joined into chunks of about 1/`n` of the events each. The pieces of a line
+/// cut into several (a CPU capture's busiest thread can be most of a file) are not copied:
+/// they stay chunks of their own, the line running on from one into the next, unless they are
+/// out of order, and are then joined and sorted.
 ///
 /// A line whose stat text alone reaches 2 GiB cannot be one Arrow string column (i32
 /// offsets): it is refused with the line's file offset rather than written wrong.
 fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: &[usize], n: usize) -> Result<Vec<EventChunk>> {
     let total: usize = pieces.iter().map(|p| p.len()).sum();
     let target = total / n.max(1) + 1;
-    let mut groups: Vec<Vec<EventChunk>> = vec![Vec::new()];
     // Arg offsets within a chunk are u32: a chunk also ends before its arg bytes near 2 GiB.
     const MAX_ARG_BYTES: usize = 1 << 31;
-    // Stat text of each line (its pieces follow each other), known before cutting at line starts.
-    let mut line_bytes = vec![0usize; pieces.len()];
-    let mut line_first = 0;
-    for (k, piece) in pieces.iter().enumerate() {
-        if starts_line[k] {
-            line_first = k;
-        }
-        line_bytes[line_first] += piece.arg_value_bytes.len();
-        if line_bytes[line_first] >= MAX_ARG_BYTES {
-            return Err(WireError { offset: line_offsets[k], what: "line with 2 GiB or more of stat text (more than profq holds per line)" });
+    // Each line's pieces (they follow each other).
+    let mut lines: Vec<std::ops::Range<usize>> = Vec::new();
+    for k in 0..pieces.len() {
+        match lines.last_mut() {
+            Some(line) if !starts_line[k] => line.end = k + 1,
+            _ => lines.push(k..k + 1),
         }
     }
-    let (mut acc, mut arg_bytes) = (0, 0);
-    for (k, piece) in pieces.into_iter().enumerate() {
-        if starts_line[k] && (acc >= target || arg_bytes + line_bytes[k] >= MAX_ARG_BYTES) {
-            groups.push(Vec::new());
-            acc = 0;
-            arg_bytes = 0;
+    let arg_bytes_of = |pieces: &[EventChunk]| pieces.iter().map(|p| p.arg_value_bytes.len()).sum::<usize>();
+    for line in &lines {
+        if arg_bytes_of(&pieces[line.clone()]) >= MAX_ARG_BYTES {
+            return Err(WireError { offset: line_offsets[line.start], what: "line with 2 GiB or more of stat text (more than profq holds per line)" });
         }
-        acc += piece.len();
-        arg_bytes += piece.arg_value_bytes.len();
-        groups.last_mut().unwrap().push(piece);
     }
+    let mut pieces = pieces.into_iter();
+    let mut runs: Vec<ChunkRun> = Vec::new();
+    // Whole lines being joined, their events and stat text.
+    let (mut joining, mut events, mut arg_bytes): (Vec<EventChunk>, usize, usize) = (Vec::new(), 0, 0);
+    for line in lines {
+        let line_pieces: Vec<EventChunk> = pieces.by_ref().take(line.len()).collect();
+        let (line_events, line_bytes) = (line_pieces.iter().map(EventChunk::len).sum::<usize>(), arg_bytes_of(&line_pieces));
+        let cut = line_pieces.len() > 1;
+        if !joining.is_empty() && (cut || events >= target || arg_bytes + line_bytes >= MAX_ARG_BYTES) {
+            runs.push(ChunkRun::Join(std::mem::take(&mut joining)));
+            (events, arg_bytes) = (0, 0);
+        }
+        if cut {
+            let in_order = line_pieces.iter().all(EventChunk::lines_sorted) && line_pieces.windows(2).all(|w| w[0].line_continues_into(&w[1]));
+            runs.push(if in_order { ChunkRun::Keep(line_pieces) } else { ChunkRun::Join(line_pieces) });
+        } else {
+            joining.extend(line_pieces);
+            (events, arg_bytes) = (events + line_events, arg_bytes + line_bytes);
+        }
+    }
+    if !joining.is_empty() {
+        runs.push(ChunkRun::Join(joining));
+    }
+
+    // Each run's first position in the part; runs are taken by the next free worker.
+    let mut position = 0u32;
+    let queue: Vec<Mutex<Option<(ChunkRun, u32)>>> = runs
+        .into_iter()
+        .map(|run| {
+            let first = position;
+            position += run.events() as u32;
+            Mutex::new(Some((run, first)))
+        })
+        .collect();
+    let assembled: Vec<Mutex<Vec<EventChunk>>> = queue.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
-            .into_iter()
-            .filter(|g| !g.is_empty())
-            .map(|group| {
-                scope.spawn(move || {
-                    let mut chunk = EventChunk::concat(group);
-                    chunk.sort_within_lines();
-                    chunk.compute_nesting();
-                    chunk
-                })
-            })
-            .collect();
-        Ok(handles.into_iter().map(|h| h.join().expect("event assembler panicked")).collect())
-    })
+        for _ in 0..n.clamp(1, queue.len().max(1)) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(slot) = queue.get(k) else { break };
+                let (run, first) = slot.lock().expect("assembly queue").take().expect("a run is taken once");
+                *assembled[k].lock().expect("assembled runs") = run.assembled(first);
+            });
+        }
+    });
+    Ok(assembled.into_iter().flat_map(|m| m.into_inner().expect("assembled runs")).collect())
+}
+
+/// Pieces of a part that make chunks together.
+enum ChunkRun {
+    /// Joined into one chunk: whole lines, or the pieces of a line that are out of order.
+    Join(Vec<EventChunk>),
+    /// Kept as chunks of their own: the pieces of one line, in order.
+    Keep(Vec<EventChunk>),
+}
+
+impl ChunkRun {
+    fn events(&self) -> usize {
+        let (ChunkRun::Join(pieces) | ChunkRun::Keep(pieces)) = self;
+        pieces.iter().map(EventChunk::len).sum()
+    }
+
+    /// The run's chunks, each line sorted and nested; `first_position`: the position of the
+    /// run's first event in its part.
+    fn assembled(self, first_position: u32) -> Vec<EventChunk> {
+        let mut chunks = match self {
+            ChunkRun::Join(pieces) => {
+                let mut chunk = EventChunk::concat(pieces);
+                chunk.sort_within_lines();
+                vec![chunk]
+            }
+            ChunkRun::Keep(pieces) => pieces,
+        };
+        nest_lines(&mut chunks, first_position);
+        chunks
+    }
 }
 
 /// Parses a map<int64, Message> entry: key = 1, value = 2.
@@ -1043,6 +1107,56 @@ mod tests {
         bytes_value: Option<Vec<u8>>,
         #[prost(uint64, optional, tag = "7")]
         ref_value: Option<u64>,
+    }
+
+    /// A piece of `line` holding `events` (start, dur), each with an arg naming its order.
+    fn piece(line: u32, events: &[(i64, i64)]) -> EventChunk {
+        let mut c = EventChunk::new();
+        for &(start, dur) in events {
+            c.push_event(line, 0, NO_STR, NO_STR, start, dur);
+            c.push_arg(1, &format!("{start}/{dur}"));
+            c.end_args();
+        }
+        c
+    }
+
+    /// Per event, in part order: (line, start, dur, self, depth, parent, arg).
+    fn nested_rows(chunks: &[EventChunk]) -> Vec<(u32, i64, i64, i64, u32, u32, String)> {
+        let rows = chunks.iter().flat_map(|c| {
+            (0..c.len()).map(move |i| (c.line[i], c.start_ns[i], c.dur_ns[i], c.self_ns[i], c.depth[i], c.parent[i], c.arg_value(i).to_string()))
+        });
+        rows.collect()
+    }
+
+    /// A line cut into pieces keeps them as chunks, nested as if they were one: parents and
+    /// self times cross the cuts. Out-of-order pieces are joined and sorted first; lines of
+    /// one piece are joined.
+    #[test]
+    fn a_cut_line_nests_across_its_pieces() {
+        // Line 0: an outer event spanning all three pieces, children cut between them.
+        let cut = [vec![(0, 100), (10, 30), (15, 5)], vec![(20, 10), (40, 20)], vec![(45, 5), (70, 10), (100, 1)]];
+        let small = [(5, 10), (6, 2)];
+        for in_order in [true, false] {
+            let mut pieces: Vec<EventChunk> = cut.iter().map(|events| piece(0, events)).collect();
+            if !in_order {
+                pieces.swap(1, 2);
+            }
+            pieces.push(piece(1, &small));
+            let starts_line = [true, false, false, true];
+            let assembled = assemble_chunks(pieces, &starts_line, &[0; 4], 2).unwrap();
+            assert_eq!(assembled.len(), if in_order { 4 } else { 2 });
+
+            let mut whole = EventChunk::concat(cut.iter().chain([&small.to_vec()]).enumerate().map(|(k, e)| piece((k == 3) as u32, e)).collect());
+            whole.sort_within_lines();
+            whole.compute_nesting();
+            assert_eq!(nested_rows(&assembled), nested_rows(&[whole]));
+        }
+        let rows = nested_rows(&assemble_chunks(cut.iter().map(|e| piece(0, e)).collect(), &[true, false, false], &[0; 3], 2).unwrap());
+        // (40, 20) in the second piece is a child of (0, 100), the first event of the part.
+        assert_eq!((rows[4].1, rows[4].4, rows[4].5), (40, 1, 0));
+        // The outer event's self time: 100 minus its children (10, 30), (40, 20) and (70, 10);
+        // (100, 1) starts as it ends.
+        assert_eq!(rows[0].3, 40);
     }
 
     #[test]

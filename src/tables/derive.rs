@@ -435,19 +435,27 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     ids
 }
 
-/// The part's events cut into about one run of events per core, each within one chunk:
-/// (chunk index, event range), in event order.
-fn event_units(capture: &Capture) -> Vec<(usize, std::ops::Range<usize>)> {
+/// The part's events cut into about one unit per core, each unit one or more runs of
+/// consecutive events of a chunk, (chunk index, event range), in event order.
+fn event_units(capture: &Capture) -> Vec<Vec<(usize, std::ops::Range<usize>)>> {
     let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let per_unit = capture.num_events().div_ceil(workers).max(1);
-    let mut units = Vec::new();
+    let (mut units, mut unit, mut filled) = (Vec::new(), Vec::new(), 0);
     for (ci, chunk) in capture.chunks.iter().enumerate() {
         let mut start = 0;
         while start < chunk.len() {
-            let end = (start + per_unit).min(chunk.len());
-            units.push((ci, start..end));
+            let end = (start + per_unit - filled).min(chunk.len());
+            unit.push((ci, start..end));
+            filled += end - start;
             start = end;
+            if filled == per_unit {
+                units.push(std::mem::take(&mut unit));
+                filled = 0;
+            }
         }
+    }
+    if !unit.is_empty() {
+        units.push(unit);
     }
     units
 }
@@ -599,6 +607,7 @@ impl Deriver {
     /// into the run's state. `pool_ids` comes from [`prepare_strings`] on this part (or
     /// [`pool_ids`] after it).
     pub fn part(&mut self, capture: &Capture, pool_ids: &PoolIds) -> PartDerived {
+        let mut clock = std::time::Instant::now();
         let chunk_base = chunk_bases(capture, self.next_event_id);
         let roles = LineRoles::of(capture);
         self.next_event_id += capture.num_events() as i64;
@@ -665,44 +674,54 @@ impl Deriver {
                 (plane.kind, hosts_with_device_ops.contains(&plane.host))
             })
             .collect();
+        crate::timing::stage_done("    derive: modules, steps", &mut clock);
         let units = event_units(capture);
-        let op_events: Vec<Vec<u32>> = std::thread::scope(|s| {
+        // Each unit's op events: (chunk index, event index).
+        let op_events: Vec<Vec<(u32, u32)>> = std::thread::scope(|s| {
             let handles: Vec<_> = units
                 .iter()
-                .map(|(ci, range)| {
-                    let (roles, line_kinds, chunk) = (&roles, &line_kinds, &capture.chunks[*ci]);
+                .map(|runs| {
+                    let (roles, line_kinds) = (&roles, &line_kinds);
                     s.spawn(move || {
-                        range
-                            .clone()
-                            .filter(|&i| match line_kinds[chunk.line[i] as usize] {
-                                (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
-                                (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.get(i) != NO_STR,
-                                (PlaneKind::Other, _) => false,
-                            })
-                            .map(|i| i as u32)
-                            .collect()
+                        let mut found = Vec::new();
+                        for (ci, range) in runs {
+                            let chunk = &capture.chunks[*ci];
+                            found.extend(
+                                range
+                                    .clone()
+                                    .filter(|&i| match line_kinds[chunk.line[i] as usize] {
+                                        (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
+                                        (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.get(i) != NO_STR,
+                                        (PlaneKind::Other, _) => false,
+                                    })
+                                    .map(|i| (*ci as u32, i as u32)),
+                            );
+                        }
+                        found
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("op finder panicked")).collect()
         });
+        crate::timing::stage_done("    derive: ops found", &mut clock);
         let mut ops: Vec<Op> = Vec::new();
         ops.resize_with(op_events.iter().map(Vec::len).sum(), Op::default);
         let per_unit_strings: Vec<LocalStrings> = std::thread::scope(|s| {
             let mut rest = &mut ops[..];
-            let handles: Vec<_> = units
+            let handles: Vec<_> = op_events
                 .iter()
-                .zip(&op_events)
-                .map(|(&(ci, _), events)| {
+                .map(|events| {
                     let (slots, tail) = std::mem::take(&mut rest).split_at_mut(events.len());
                     rest = tail;
-                    let (module_windows, base, chunk) = (&module_windows, chunk_base[ci], &capture.chunks[ci]);
+                    let (module_windows, chunk_base) = (&module_windows, &chunk_base);
                     s.spawn(move || {
                         let mut caches = OpCaches::default();
-                        for (slot, &i) in slots.iter_mut().zip(events) {
-                            let line = &capture.lines[chunk.line[i as usize] as usize];
+                        for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
+                            let (ci, i) = (ci as usize, i as usize);
+                            let chunk = &capture.chunks[ci];
+                            let line = &capture.lines[chunk.line[i] as usize];
                             let plane = &capture.planes[line.plane as usize];
-                            *slot = make_op(capture, pool_ids, &mut caches, chunk, ci, i as usize, base, plane, line, module_windows);
+                            *slot = make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows);
                         }
                         caches.strings
                     })
@@ -710,6 +729,7 @@ impl Deriver {
                 .collect();
             handles.into_iter().map(|h| h.join().expect("op deriver panicked")).collect()
         });
+        crate::timing::stage_done("    derive: ops made", &mut clock);
         let mut per_unit_strings = per_unit_strings.into_iter();
         let mut strings = per_unit_strings.next().unwrap_or_default();
         let mut first = op_events.first().map_or(0, Vec::len);
@@ -732,6 +752,7 @@ impl Deriver {
         let known_steps: Vec<&Step> = self.host_steps.values().chain(self.device_steps.iter()).collect();
         assign_steps(&mut ops, &known_steps);
 
+        crate::timing::stage_done("    derive: strings, devices, step numbers", &mut clock);
         // What folds into the run's state here; the part's own gaps and totals on a second thread.
         let (collectives, (gaps, gap_totals), event_totals, op_totals) = std::thread::scope(|s| {
             let part_tables = s.spawn(|| {
@@ -746,6 +767,7 @@ impl Deriver {
             let (gaps, event_totals) = part_tables.join().expect("gap and total deriver panicked");
             (collectives, gaps, event_totals, op_totals)
         });
+        crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
         }
@@ -763,15 +785,28 @@ impl Deriver {
         type Activity = (Vec<(i64, i64)>, Vec<(i64, i64)>, Vec<i64>);
         let mut devices: Vec<((u32, u32), Activity)> = Vec::new();
         let mut last = usize::MAX;
-        for op in ops.iter().filter(|o| !o.async_span) {
-            let key = (op.host, op.device);
+        let mut slot_of = |devices: &mut Vec<((u32, u32), Activity)>, key: (u32, u32)| {
             if devices.get(last).is_none_or(|(k, _)| *k != key) {
                 last = devices.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
                     devices.push((key, Activity::default()));
                     devices.len() - 1
                 });
             }
-            let (all, compute, starts) = &mut devices[last].1;
+            last
+        };
+        // Counted first, so that each device's vectors are allocated once at their size.
+        let mut counts: Vec<usize> = Vec::new();
+        for op in ops.iter().filter(|o| !o.async_span) {
+            let k = slot_of(&mut devices, (op.host, op.device));
+            counts.resize(devices.len(), 0);
+            counts[k] += 1;
+        }
+        for ((_, (all, compute, starts)), &n) in devices.iter_mut().zip(&counts) {
+            (*all, *compute, *starts) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        }
+        for op in ops.iter().filter(|o| !o.async_span) {
+            let k = slot_of(&mut devices, (op.host, op.device));
+            let (all, compute, starts) = &mut devices[k].1;
             all.push((op.start_ns, op.end_ns()));
             starts.push(op.start_ns);
             if op.collective_kind.is_none() {
@@ -1048,9 +1083,16 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     debug_assert!(ops.windows(2).all(|w| (w[0].chunk, w[0].index) < (w[1].chunk, w[1].index)));
     let mut ops = ops.iter().peekable();
     // Keyed by the op category's position in `op_categories` (0: not an op), not its text:
-    // this map is updated once per event, and integer keys hash and compare fastest.
+    // this runs once per event, and integer keys hash and compare fastest.
     let mut op_categories: Vec<&'static str> = Vec::new();
-    let mut totals: FxHashMap<(u32, u32, u32, u32), EventTotal> = FxHashMap::default();
+    // Each row with its op category's key. A row is found by its whole key through `index`,
+    // or first through the row its name last went to on this line (`by_name`): a line's
+    // events come one after another, and a name's category and op category seldom change.
+    let mut rows: Vec<(EventTotal, u32)> = Vec::new();
+    let mut index: FxHashMap<(u32, u32, u32, u32), usize> = FxHashMap::default();
+    let mut by_name: Vec<u32> = vec![u32::MAX; capture.strings.len()];
+    let mut names_on_line: Vec<u32> = Vec::new();
+    let mut current_line = u32::MAX;
     for (ci, chunk) in capture.chunks.iter().enumerate() {
         for i in 0..chunk.len() {
             let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category);
@@ -1061,18 +1103,46 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
                     op_categories.len() as u32
                 }
             });
+            let (line, name, category) = (chunk.line[i], chunk.name[i], chunk.category.get(i));
+            if line != current_line {
+                for n in names_on_line.drain(..) {
+                    by_name[n as usize] = u32::MAX;
+                }
+                current_line = line;
+            }
+            let last_row = by_name
+                .get(name as usize)
+                .map(|&k| k as usize)
+                .filter(|&k| rows.get(k).is_some_and(|(t, key)| t.category == category && *key == op_category_key));
+            let row = match last_row {
+                Some(k) => k,
+                None => {
+                    let k = *index.entry((line, name, category, op_category_key)).or_insert_with(|| {
+                        let total = EventTotal {
+                            line_index: line,
+                            name,
+                            category,
+                            op_category,
+                            count: 0,
+                            dur_ns: 0,
+                            self_ns: 0,
+                            first_start_ns: i64::MAX,
+                            last_end_ns: i64::MIN,
+                        };
+                        rows.push((total, op_category_key));
+                        rows.len() - 1
+                    });
+                    if let Some(slot) = by_name.get_mut(name as usize) {
+                        if *slot == u32::MAX {
+                            names_on_line.push(name);
+                        }
+                        *slot = k as u32;
+                    }
+                    k
+                }
+            };
             let (start, dur) = (chunk.start_ns[i], chunk.dur_ns[i]);
-            let t = totals.entry((chunk.line[i], chunk.name[i], chunk.category.get(i), op_category_key)).or_insert_with(|| EventTotal {
-                line_index: chunk.line[i],
-                name: chunk.name[i],
-                category: chunk.category.get(i),
-                op_category,
-                count: 0,
-                dur_ns: 0,
-                self_ns: 0,
-                first_start_ns: i64::MAX,
-                last_end_ns: i64::MIN,
-            });
+            let t = &mut rows[row].0;
             t.count += 1;
             t.dur_ns = t.dur_ns.saturating_add(dur);
             t.self_ns = t.self_ns.saturating_add(chunk.self_ns[i]);
@@ -1080,7 +1150,7 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
             t.last_end_ns = t.last_end_ns.max(start.saturating_add(dur));
         }
     }
-    let mut rows: Vec<EventTotal> = totals.into_values().collect();
+    let mut rows: Vec<EventTotal> = rows.into_iter().map(|(t, _)| t).collect();
     rows.sort_by_key(|t| (t.line_index, t.name, t.category, t.op_category));
     rows
 }

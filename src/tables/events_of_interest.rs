@@ -92,7 +92,7 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> super::Result<V
     for (chunk, base) in capture.chunks.iter().zip(chunk_bases(capture, first_event_id)) {
         let rows: Vec<u32> = (0..chunk.len()).filter(|&i| verdict(chunk.name[i], chunk.category.get(i))).map(|i| i as u32).collect();
         if !rows.is_empty() {
-            batches.push(super::picked_events_batch(capture, chunk, base, &rows)?);
+            batches.push(super::picked_events_batch(capture, chunk, first_event_id, base, &rows)?);
         }
     }
     Ok(batches)

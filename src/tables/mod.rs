@@ -87,7 +87,7 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
             .iter()
             .zip(bases)
             .filter(|(c, _)| !c.is_empty())
-            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, base, 0..chunk.len(), None)))
+            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, first_event_id, base, 0..chunk.len(), None)))
             .collect();
         handles.into_iter().map(|h| h.join().expect("events batch builder panicked")).collect::<Result<Vec<_>>>()
     })
@@ -172,9 +172,11 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
 /// pages, small enough that only a few batches are in memory at once.
 pub const EVENT_SLICE_ROWS: usize = 1 << 16;
 
-/// A run of consecutive events of one chunk, and the event id of the chunk's first event.
+/// A run of consecutive events of one chunk, with the event ids of its part's and its
+/// chunk's first events.
 pub struct EventSlice<'c> {
     pub chunk: &'c EventChunk,
+    pub part_base: i64,
     pub base: i64,
     pub rows: std::ops::Range<usize>,
 }
@@ -187,7 +189,7 @@ pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usiz
     let mut slices = Vec::new();
     for (chunk, base) in capture.chunks.iter().zip(bases) {
         for start in (0..chunk.len()).step_by(rows_per_slice) {
-            slices.push(EventSlice { chunk, base, rows: start..(start + rows_per_slice).min(chunk.len()) });
+            slices.push(EventSlice { chunk, part_base: first_event_id, base, rows: start..(start + rows_per_slice).min(chunk.len()) });
         }
     }
     slices
@@ -195,18 +197,18 @@ pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usiz
 
 /// The `events` rows of one slice.
 pub fn events_slice_batch(capture: &Capture, slice: &EventSlice) -> Result<RecordBatch> {
-    events_batch(capture, slice.chunk, slice.base, slice.rows.clone(), None)
+    events_batch(capture, slice.chunk, slice.part_base, slice.base, slice.rows.clone(), None)
 }
 
 /// The `events` rows of `chunk`'s events `rows` (ascending), numbered as in the whole table.
-fn picked_events_batch(capture: &Capture, chunk: &EventChunk, base: i64, rows: &[u32]) -> Result<RecordBatch> {
-    events_batch(capture, &chunk.picked(rows), base, 0..rows.len(), Some(rows))
+fn picked_events_batch(capture: &Capture, chunk: &EventChunk, part_base: i64, base: i64, rows: &[u32]) -> Result<RecordBatch> {
+    events_batch(capture, &chunk.picked(rows), part_base, base, 0..rows.len(), Some(rows))
 }
 
 /// The `events` rows of `c`'s events `rows`. Event `i` is event `base + i` of the table, or
-/// `base + original[i]` when `c` holds events picked out of a chunk (their parents are then
-/// indices into that chunk already).
-fn events_batch(capture: &Capture, c: &EventChunk, base: i64, rows: std::ops::Range<usize>, original: Option<&[u32]>) -> Result<RecordBatch> {
+/// `base + original[i]` when `c` holds events picked out of a chunk; its parent is event
+/// `part_base + parent[i]` (parents are positions in the part).
+fn events_batch(capture: &Capture, c: &EventChunk, part_base: i64, base: i64, rows: std::ops::Range<usize>, original: Option<&[u32]>) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let r = || rows.clone();
     let event_ids = match original {
@@ -224,7 +226,7 @@ fn events_batch(capture: &Capture, c: &EventChunk, base: i64, rows: std::ops::Ra
     let name = dict.encode(c.name[r()].iter().copied());
     let display_name = dict.encode(c.display_name.range(r()));
     let category = dict.encode(c.category.range(r()));
-    let parent = Arc::new(c.parent[r()].iter().map(|&p| (p != NO_PARENT).then(|| base + p as i64)).collect::<Int64Array>());
+    let parent = Arc::new(c.parent[r()].iter().map(|&p| (p != NO_PARENT).then(|| part_base + p as i64)).collect::<Int64Array>());
     let hlo_op = dict.encode(c.hlo_op.range(r()));
     let hlo_module = dict.encode(c.hlo_module.range(r()));
     let tf_op = dict.encode(c.tf_op.range(r()));
