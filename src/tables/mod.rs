@@ -442,24 +442,37 @@ fn event_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Reco
 
 fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
-    let g = &d.gaps;
-    let marker = |x: &derive::Gap| &d.ops[x.marker];
-    let payload = |x: &derive::Gap| &d.ops[x.payload];
+    // The marker's and payload's fields copied out in one pass over the gaps, as `ops_batch`
+    // does: each gap's two ops are read once rather than once per column.
+    let n = d.gaps.len();
+    let mut ids: [Vec<u32>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
+    let mut ints: [Vec<i64>; 5] = std::array::from_fn(|_| Vec::with_capacity(n));
+    for g in &d.gaps {
+        let (marker, payload) = (&d.ops[g.marker], &d.ops[g.payload]);
+        for (col, v) in ids.iter_mut().zip([marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path]) {
+            col.push(v);
+        }
+        for (col, v) in ints.iter_mut().zip([marker.step, g.gap_start_ns, g.gap_ns, marker.event_id, payload.event_id]) {
+            col.push(v);
+        }
+    }
+    let [host, device, line, marker_hlo_op, payload_hlo_op, payload_tf_op, payload_region_path] = ids;
+    let [step, gap_start_ns, gap_ns, marker_event_id, payload_event_id] = ints;
     batch(
         "gaps",
         vec![
-            dict.encode(g.iter().map(|x| marker(x).host)),
-            dict.encode(g.iter().map(|x| marker(x).device)),
-            dict.encode(g.iter().map(|x| marker(x).line)),
-            nullable_i64s(g.iter().map(|x| marker(x).step)),
-            i64s(g.iter().map(|x| x.gap_start_ns)),
-            i64s(g.iter().map(|x| x.gap_ns)),
-            i64s(g.iter().map(|x| marker(x).event_id)),
-            dict.encode(g.iter().map(|x| marker(x).hlo_op)),
-            i64s(g.iter().map(|x| payload(x).event_id)),
-            dict.encode(g.iter().map(|x| payload(x).hlo_op)),
-            dict.encode(g.iter().map(|x| payload(x).tf_op)),
-            local_dict(locals, g.iter().map(|x| payload(x).region_path)),
+            dict.encode(host.into_iter()),
+            dict.encode(device.into_iter()),
+            dict.encode(line.into_iter()),
+            nullable_i64s(step.into_iter()),
+            i64s(gap_start_ns.into_iter()),
+            i64s(gap_ns.into_iter()),
+            i64s(marker_event_id.into_iter()),
+            dict.encode(marker_hlo_op.into_iter()),
+            i64s(payload_event_id.into_iter()),
+            dict.encode(payload_hlo_op.into_iter()),
+            dict.encode(payload_tf_op.into_iter()),
+            local_dict(locals, payload_region_path.into_iter()),
         ],
     )
 }
