@@ -418,6 +418,18 @@ impl EventChunk {
         last == first && (self.start_ns[n], -self.dur_ns[n]) <= (next.start_ns[0], -next.dur_ns[0])
     }
 
+    /// The chunk's lines in order, each with the range of its events.
+    pub fn line_runs(&self) -> impl Iterator<Item = (u32, std::ops::Range<usize>)> + '_ {
+        let mut start = 0;
+        std::iter::from_fn(move || {
+            let &line = self.line.get(start)?;
+            let end = start + self.line[start..].iter().position(|&l| l != line).unwrap_or(self.line.len() - start);
+            let run = start..end;
+            start = end;
+            Some((line, run))
+        })
+    }
+
     /// Whether every line's events are sorted by (start, -dur).
     pub fn lines_sorted(&self) -> bool {
         (1..self.len()).all(|i| self.line[i - 1] != self.line[i] || (self.start_ns[i - 1], -self.dur_ns[i - 1]) <= (self.start_ns[i], -self.dur_ns[i]))

@@ -616,15 +616,13 @@ impl Deriver {
             self.note_device_ops(host);
         }
 
-        for chunk in &capture.chunks {
-            for i in 0..chunk.len() {
-                // Cheapest test first: most events are on lines of no device ops.
-                if is_op_event(capture, &roles, chunk, i) {
-                    let plane = &capture.planes[capture.lines[chunk.line[i] as usize].plane as usize];
-                    if plane.kind == PlaneKind::Device {
-                        self.note_device_ops(plane.host);
-                        break;
-                    }
+        // Most lines hold neither device ops nor modules: their events are not looked at.
+        'chunks: for chunk in &capture.chunks {
+            for (line, events) in chunk.line_runs() {
+                let plane = &capture.planes[capture.lines[line as usize].plane as usize];
+                if roles.device_op[line as usize] && plane.kind == PlaneKind::Device && events.clone().any(|i| is_op_event(capture, &roles, chunk, i)) {
+                    self.note_device_ops(plane.host);
+                    continue 'chunks;
                 }
             }
         }
@@ -633,11 +631,8 @@ impl Deriver {
         let mut module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>> = HashMap::new();
         let mut name_cache: HashMap<u32, (u32, i64)> = HashMap::new();
         for chunk in &capture.chunks {
-            for i in 0..chunk.len() {
+            for i in chunk.line_runs().filter(|(line, _)| roles.modules[*line as usize]).flat_map(|(_, events)| events) {
                 let line = &capture.lines[chunk.line[i] as usize];
-                if !roles.modules[chunk.line[i] as usize] {
-                    continue;
-                }
                 let (module, pid) = *name_cache.entry(chunk.name[i]).or_insert_with(|| {
                     let (m, p) = parse_module_event(capture.str(chunk.name[i]).unwrap_or(""));
                     (capture.strings.lookup(m).unwrap_or(NO_STR), p.unwrap_or(NULL_I64))
