@@ -617,9 +617,9 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: 
     const MAX_ARG_BYTES: usize = 1 << 31;
     // Each line's pieces (they follow each other).
     let mut lines: Vec<std::ops::Range<usize>> = Vec::new();
-    for k in 0..pieces.len() {
+    for (k, &starts) in starts_line.iter().enumerate().take(pieces.len()) {
         match lines.last_mut() {
-            Some(line) if !starts_line[k] => line.end = k + 1,
+            Some(line) if !starts => line.end = k + 1,
             _ => lines.push(k..k + 1),
         }
     }
