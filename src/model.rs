@@ -130,6 +130,10 @@ impl<T: Nullable> SparseColumn<T> {
         rows.map(|i| self.get(i))
     }
     /// The values held (events `0..k`; every later event is null).
+    pub fn held(&self) -> &[T] {
+        &self.values
+    }
+    /// The values held, to change in place.
     pub fn dense_mut(&mut self) -> &mut [T] {
         &mut self.values
     }

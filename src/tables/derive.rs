@@ -407,20 +407,38 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     let mut wanted: Vec<String> = Vec::new();
     let mut ordinals: Vec<i64> = vec![0];
     let modules_lines = LineRoles::of(capture).modules;
+    // This runs on the decoding thread before the part is handed over, while the other cores
+    // wait: it reads the args and ordinals held rather than every event.
     for chunk in &capture.chunks {
-        for i in 0..chunk.len() {
-            let o = chunk.device_ordinal.get(i);
-            if o != NULL_I64 && !ordinals.contains(&o) {
-                ordinals.push(o);
-            }
-            let generic_tf_op = chunk.tf_op.get(i) != NO_STR && xla_module.contains(&Some(chunk.tf_op.get(i)));
-            for j in chunk.args_of(i) {
-                let k = chunk.arg_key[j];
-                if k == ids.hlo_category || (k == ids.name && generic_tf_op) {
-                    wanted.push(chunk.arg_value(j).to_string());
+        let mut last = NULL_I64;
+        for &o in chunk.device_ordinal.held() {
+            if o != last {
+                last = o;
+                if o != NULL_I64 && !ordinals.contains(&o) {
+                    ordinals.push(o);
                 }
             }
-            if modules_lines[chunk.line[i] as usize] {
+        }
+        let generic_tf_op = |i: usize| chunk.tf_op.get(i) != NO_STR && xla_module.contains(&Some(chunk.tf_op.get(i)));
+        for (line, events) in chunk.line_runs() {
+            let args = chunk.arg_offsets[events.start] as usize..chunk.arg_offsets[events.end] as usize;
+            if !modules_lines[line as usize] {
+                for j in args {
+                    let k = chunk.arg_key[j];
+                    // A `name` arg's event: the last whose args start at or before it.
+                    if k == ids.hlo_category || (k == ids.name && generic_tf_op(chunk.arg_offsets.partition_point(|&a| a as usize <= j) - 1)) {
+                        wanted.push(chunk.arg_value(j).to_string());
+                    }
+                }
+                continue;
+            }
+            for i in events {
+                for j in chunk.args_of(i) {
+                    let k = chunk.arg_key[j];
+                    if k == ids.hlo_category || (k == ids.name && generic_tf_op(i)) {
+                        wanted.push(chunk.arg_value(j).to_string());
+                    }
+                }
                 let (m, _) = parse_module_event(capture.strings.get(chunk.name[i]).unwrap_or(""));
                 wanted.push(m.to_string());
             }
