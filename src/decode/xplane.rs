@@ -623,19 +623,17 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: 
             _ => lines.push(k..k + 1),
         }
     }
-    let arg_bytes_of = |pieces: &[EventChunk]| pieces.iter().map(|p| p.arg_value_bytes.len()).sum::<usize>();
-    for line in &lines {
-        if arg_bytes_of(&pieces[line.clone()]) >= MAX_ARG_BYTES {
-            return Err(WireError { offset: line_offsets[line.start], what: "line with 2 GiB or more of stat text (more than profq holds per line)" });
-        }
-    }
     let mut pieces = pieces.into_iter();
     let mut runs: Vec<ChunkRun> = Vec::new();
     // Whole lines being joined, their events and stat text.
     let (mut joining, mut events, mut arg_bytes): (Vec<EventChunk>, usize, usize) = (Vec::new(), 0, 0);
     for line in lines {
         let line_pieces: Vec<EventChunk> = pieces.by_ref().take(line.len()).collect();
-        let (line_events, line_bytes) = (line_pieces.iter().map(EventChunk::len).sum::<usize>(), arg_bytes_of(&line_pieces));
+        let line_events = line_pieces.iter().map(EventChunk::len).sum::<usize>();
+        let line_bytes = line_pieces.iter().map(|p| p.arg_value_bytes.len()).sum::<usize>();
+        if line_bytes >= MAX_ARG_BYTES {
+            return Err(WireError { offset: line_offsets[line.start], what: "line with 2 GiB or more of stat text (more than profq holds per line)" });
+        }
         let cut = line_pieces.len() > 1;
         if !joining.is_empty() && (cut || events >= target || arg_bytes + line_bytes >= MAX_ARG_BYTES) {
             runs.push(ChunkRun::Join(std::mem::take(&mut joining)));

@@ -419,26 +419,27 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
                 }
             }
         }
-        let generic_tf_op = |i: usize| chunk.tf_op.get(i) != NO_STR && xla_module.contains(&Some(chunk.tf_op.get(i)));
+        // Arg j is wanted: an hlo_category, or the `name` of an event (found only then) whose
+        // tf_op is a generic XlaModule.
+        let wanted_arg = |j: usize, event: &dyn Fn() -> usize| {
+            let k = chunk.arg_key[j];
+            k == ids.hlo_category
+                || (k == ids.name && {
+                    let tf_op = chunk.tf_op.get(event());
+                    tf_op != NO_STR && xla_module.contains(&Some(tf_op))
+                })
+        };
         for (line, events) in chunk.line_runs() {
             let args = chunk.arg_offsets[events.start] as usize..chunk.arg_offsets[events.end] as usize;
             if !modules_lines[line as usize] {
-                for j in args {
-                    let k = chunk.arg_key[j];
-                    // A `name` arg's event: the last whose args start at or before it.
-                    if k == ids.hlo_category || (k == ids.name && generic_tf_op(chunk.arg_offsets.partition_point(|&a| a as usize <= j) - 1)) {
-                        wanted.push(chunk.arg_value(j).to_string());
-                    }
-                }
+                // An arg's event: the last whose args start at or before it.
+                wanted.extend(
+                    args.filter(|&j| wanted_arg(j, &|| chunk.arg_offsets.partition_point(|&a| a as usize <= j) - 1)).map(|j| chunk.arg_value(j).to_string()),
+                );
                 continue;
             }
             for i in events {
-                for j in chunk.args_of(i) {
-                    let k = chunk.arg_key[j];
-                    if k == ids.hlo_category || (k == ids.name && generic_tf_op(i)) {
-                        wanted.push(chunk.arg_value(j).to_string());
-                    }
-                }
+                wanted.extend(chunk.args_of(i).filter(|&j| wanted_arg(j, &|| i)).map(|j| chunk.arg_value(j).to_string()));
                 let (m, _) = parse_module_event(capture.strings.get(chunk.name[i]).unwrap_or(""));
                 wanted.push(m.to_string());
             }
@@ -811,7 +812,9 @@ impl Deriver {
         let mut counts: Vec<usize> = Vec::new();
         for op in ops.iter().filter(|o| !o.async_span) {
             let k = slot_of(&mut devices, (op.host, op.device));
-            counts.resize(devices.len(), 0);
+            if k == counts.len() {
+                counts.push(0);
+            }
             counts[k] += 1;
         }
         for ((_, (all, compute, starts)), &n) in devices.iter_mut().zip(&counts) {
