@@ -3,6 +3,8 @@
 -- Answers: which collective kind costs most, and is its time exposed (on the critical path)
 -- or overlapped by compute on the same device?
 --
+-- Rows only from: collectives (one row per kind of the run's collectives).
+--
 -- Parameters:
 --   run_id  TEXT   run to analyse
 --

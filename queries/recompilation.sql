@@ -10,6 +10,8 @@
 -- several threads are not counted twice. Events outside every host step form a row with a
 -- null step.
 --
+-- Rows only from: events (its compile events are events of the run).
+--
 -- Parameters:
 --   run_id  TEXT   run to analyse
 --

@@ -7,6 +7,8 @@
 -- Only outermost matching events count, so a transfer and its nested phases are not
 -- counted twice.
 --
+-- Rows only from: events (its transfers are events of the run).
+--
 -- Parameters:
 --   run_id  TEXT   run to analyse
 --

@@ -64,21 +64,33 @@ fn progress(msg: &str) {
 /// analyses). Its `events` table holds only the events of interest
 /// ([`tables::events_of_interest`]): the only rows the named queries read one by one.
 pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> Result<tables::RunTables, IngestError> {
-    load_tables_telling(input, run_id, labels, None)
+    load_tables_telling(input, run_id, labels, LoadWatch::default())
 }
 
-/// [`load_tables`], calling `on_first_events` when the first part holding events is handed
-/// over: the decode's parallel stages are done with it, and its derive starts.
-pub fn load_tables_telling(
-    input: &Path,
-    run_id: &str,
-    labels: &[(String, String)],
-    on_first_events: Option<Box<dyn FnOnce() + Send>>,
-) -> Result<tables::RunTables, IngestError> {
+/// What a load tells as it goes (planning ahead waits on it: [`crate::engine::ahead`]).
+#[derive(Default)]
+pub struct LoadWatch {
+    /// Called when the first part holding events is handed over: the decode's parallel
+    /// stages are done with it, and its derive starts.
+    pub on_first_events: Option<Box<dyn FnOnce() + Send>>,
+    /// Called with each table as soon as it is known to get rows.
+    pub on_table_rows: Option<Box<dyn Fn(&'static str) + Send>>,
+}
+
+impl LoadWatch {
+    fn table_rows(&self, tables: impl IntoIterator<Item = (&'static str, usize)>) {
+        if let Some(tell) = &self.on_table_rows {
+            tables.into_iter().filter(|&(_, rows)| rows > 0).for_each(|(t, _)| tell(t));
+        }
+    }
+}
+
+/// [`load_tables`], telling `watch` how the load goes.
+pub fn load_tables_telling(input: &Path, run_id: &str, labels: &[(String, String)], watch: LoadWatch) -> Result<tables::RunTables, IngestError> {
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
     let resolved = decode::resolve(input).map_err(IngestError::Input)?;
-    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), on_first_events };
+    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), watch };
     let loaded = decode::load_parts(&resolved, &mut sink)?;
     let info = RunInfo {
         run_id: run_id.to_string(),
@@ -98,7 +110,7 @@ pub fn load_tables_telling(
 struct MemorySink {
     deriver: Deriver,
     tables: RunTables,
-    on_first_events: Option<Box<dyn FnOnce() + Send>>,
+    watch: LoadWatch,
 }
 
 impl PartSink for MemorySink {
@@ -106,7 +118,7 @@ impl PartSink for MemorySink {
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
         let mut clock = std::time::Instant::now();
         if !capture.chunks.is_empty() {
-            if let Some(tell) = self.on_first_events.take() {
+            if let Some(tell) = self.watch.on_first_events.take() {
                 tell();
             }
         }
@@ -115,6 +127,8 @@ impl PartSink for MemorySink {
         let part = self.deriver.part(capture, &ids);
         let events = tables::events_of_interest::events_batches(capture, first_event_id).map_err(|e| format!("building events: {e}"))?;
         stage_done("  part derive", &mut clock);
+        // Told before the tables are built, so that statements waiting on them are planned meanwhile.
+        self.watch.table_rows(part.table_rows().into_iter().chain([("events", events.iter().map(|b| b.num_rows()).sum())]));
         // The part's events are summed up now: free them before the tables are built, which
         // is when memory peaks.
         capture.chunks = Vec::new();

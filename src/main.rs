@@ -357,7 +357,7 @@ async fn summary_of(src: &SourceArgs, summary_file: Option<&std::path::Path>, op
 async fn summary_of_source(source: &source::Source, opts: &SummaryOptions) -> Result<(serde_json::Value, String), ExitCode> {
     let statements = summary::statements(opts, source::INPUT_RUN_ID);
     let opened = source::open_planning(source, Spread::Narrow, statements).await.map_err(source_failure)?;
-    let doc = summary::summarize_planned(&opened.engine, &opened.run_id, &opened.source_path, opts, opened.planned).await.map_err(|e| fail(4, e))?;
+    let doc = summary::summarize_planned(&opened.engine, &opened.run_id, &opened.source_path, opts, opened.prepared).await.map_err(|e| fail(4, e))?;
     Ok((doc, opened.run_id))
 }
 

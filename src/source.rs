@@ -1,6 +1,6 @@
 //! Where an analysis reads a run from: a run in a store, or an INPUT decoded in memory.
 
-use crate::engine::ahead::{IdlePlanner, Planned};
+use crate::engine::ahead::{self, IdlePlanner, Prepared, Statement};
 use crate::engine::{Engine, QueryError, Spread};
 use crate::ingest::{self, IngestError};
 use std::collections::BTreeMap;
@@ -38,8 +38,9 @@ pub struct Opened {
     pub run_id: String,
     /// Path of the profile the run came from.
     pub source_path: String,
-    /// Statements planned while an INPUT decoded, by their callers' keys (see [`open_planning`]).
-    pub planned: BTreeMap<String, Planned>,
+    /// Statements planned while an INPUT decoded, by their callers' keys, and the tables
+    /// without rows of an INPUT (see [`open_planning`]); nothing for a stored run.
+    pub prepared: Prepared,
 }
 
 /// The run id an in-memory INPUT gets.
@@ -50,11 +51,11 @@ pub async fn open(source: &Source, spread: Spread) -> Result<Opened, SourceError
     open_planning(source, spread, Vec::new()).await
 }
 
-/// [`open`], planning `statements` (key, SQL over run [`INPUT_RUN_ID`]) while an INPUT's first
-/// events are derived and tabled, on the cycles that leaves idle ([`crate::engine::ahead`]);
-/// [`Opened::planned`] holds those planned by the time the tables are built. A stored run
+/// [`open`], planning `statements` (over run [`INPUT_RUN_ID`]) while an INPUT's first events
+/// are derived and tabled, on the cycles that leaves idle ([`crate::engine::ahead`]);
+/// [`Opened::prepared`] holds those planned by the time the tables are built. A stored run
 /// plans nothing ahead.
-pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<(String, String)>) -> Result<Opened, SourceError> {
+pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Statement>) -> Result<Opened, SourceError> {
     match source {
         Source::Run { store, run_id } => {
             if !crate::store::Store::open(store).run_exists(run_id) {
@@ -73,25 +74,28 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<(Str
                 .filter(|b| b.num_rows() > 0)
                 .and_then(|b| b.column(0).as_any().downcast_ref::<datafusion::arrow::array::StringArray>().map(|a| a.value(0).to_string()))
                 .unwrap_or_default();
-            Ok(Opened { engine, run_id: run_id.clone(), source_path, planned: BTreeMap::new() })
+            Ok(Opened { engine, run_id: run_id.clone(), source_path, prepared: Prepared::default() })
         }
         Source::Input(path) if statements.is_empty() => {
             let tables = ingest::load_tables(path, INPUT_RUN_ID, &[]).map_err(SourceError::Ingest)?;
             let mut clock = std::time::Instant::now();
             let engine = Engine::from_tables(&tables, INPUT_RUN_ID, spread).map_err(SourceError::Query)?;
             crate::timing::stage_done("engine", &mut clock);
-            Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string(), planned: BTreeMap::new() })
+            let prepared = Prepared { planned: BTreeMap::new(), without_rows: ahead::tables_without_rows(&tables) };
+            Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string(), prepared })
         }
         Source::Input(path) => {
             let (engine, slots) = Engine::pending(spread);
             let planner = IdlePlanner::new(&engine, statements);
-            let start = planner.start_signal();
-            let tables = ingest::load_tables_telling(path, INPUT_RUN_ID, &[], Some(Box::new(move || start.give()))).map_err(SourceError::Ingest)?;
+            let (start, rows_seen) = (planner.start_signal(), planner.rows_seen());
+            let watch =
+                ingest::LoadWatch { on_first_events: Some(Box::new(move || start.give())), on_table_rows: Some(Box::new(move |t| rows_seen.has_rows(t))) };
+            let tables = ingest::load_tables_telling(path, INPUT_RUN_ID, &[], watch).map_err(SourceError::Ingest)?;
             let mut clock = std::time::Instant::now();
             slots.fill(&[(&tables, INPUT_RUN_ID)]).map_err(SourceError::Query)?;
-            let planned = planner.finish();
-            crate::timing::stage_done(&format!("engine ({} statements planned ahead)", planned.len()), &mut clock);
-            Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string(), planned })
+            let prepared = Prepared { planned: planner.finish(), without_rows: ahead::tables_without_rows(&tables) };
+            crate::timing::stage_done(&format!("engine ({} statements planned ahead)", prepared.planned.len()), &mut clock);
+            Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string(), prepared })
         }
     }
 }

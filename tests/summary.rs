@@ -595,11 +595,46 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     let err = early.execute().await.unwrap_err();
     assert!(err.0.contains("ops was read before its rows were given"), "{err}");
     let mut planned = std::collections::BTreeMap::new();
-    for (key, sql) in summary::statements(&opts, "input") {
-        planned.insert(key, engine.plan(&sql).await.unwrap());
+    for s in summary::statements(&opts, "input") {
+        planned.insert(s.key, engine.plan(&s.sql).await.unwrap());
     }
     assert_eq!(planned.len(), 21);
     slots.fill(&[(&tables, "input")]).unwrap();
-    let ahead = summary::summarize_planned(&engine, "input", &path, &opts, planned).await.unwrap();
+    let prepared = profq::engine::ahead::Prepared { planned, without_rows: Default::default() };
+    let ahead = summary::summarize_planned(&engine, "input", &path, &opts, prepared).await.unwrap();
     assert_eq!(summary::to_json_text(&ahead), summary::to_json_text(&direct));
+}
+
+/// A named query that says its rows come only from one table (`Rows only from:`) returns none
+/// when the run has no rows there, so an analysis may skip it without planning it: checked
+/// on real captures where the query has rows, with that table emptied.
+#[tokio::test]
+async fn a_query_with_rows_only_from_a_table_returns_none_without_its_rows() {
+    use profq::engine::{queries, Engine, Spread};
+    use profq::tables::{schema, RunTables};
+    use std::collections::{BTreeMap, BTreeSet};
+    let declared: Vec<(&str, &str)> = queries::QUERIES.iter().filter_map(|q| Some((q.name, q.rows_only_from()?))).collect();
+    assert_eq!(declared, [("collectives_by_kind", "collectives"), ("recompilation", "events"), ("transfers", "events")]);
+    // Collectives over 8 devices; host-to-device copies; compilation inside the window.
+    let mut inputs = vec![jax_cpu("multi_device_dp"), jax_gpu("host_bound_gappy")];
+    inputs.extend(shared("jax_cpu/shape_churn"));
+    let params = BTreeMap::from([("run_id".to_string(), "input".to_string())]);
+    let row_count = |batches: Vec<arrow::record_batch::RecordBatch>| batches.iter().map(|b| b.num_rows()).sum::<usize>();
+    let mut had_rows = BTreeSet::new();
+    for input in &inputs {
+        let tables = profq::ingest::load_tables(input, "input", &[]).unwrap();
+        let whole = Engine::from_tables(&tables, "input", Spread::Narrow).unwrap();
+        for &(query, table) in &declared {
+            assert!(schema::table(table).is_some(), "{query}: no table {table}");
+            if row_count(whole.run_named(query, &params).await.unwrap()) > 0 {
+                had_rows.insert(query);
+            }
+            let emptied = RunTables::new(tables.tables.iter().filter(|(t, _)| *t != table).cloned().collect());
+            let engine = Engine::from_tables(&emptied, "input", Spread::Narrow).unwrap();
+            assert_eq!(row_count(engine.run_named(query, &params).await.unwrap()), 0, "{query} without {table} rows, {}", input.display());
+        }
+    }
+    if inputs.len() == 3 {
+        assert_eq!(had_rows.len(), declared.len(), "each claim is checked where its query has rows: {had_rows:?}");
+    }
 }

@@ -10,6 +10,11 @@
 //! once the decode's parallel stages are done with the first part of events). The derive
 //! and the table build after them do not keep both cores busy; the planner gets the cycles
 //! they leave, though it still shares the caches and the memory bus with them.
+//!
+//! A named query whose rows come only from one table (`Rows only from:`, e.g. the
+//! collectives or the compile events) is planned only once the load says that table gets
+//! rows ([`RowsSeen`]), and an analysis whose table stayed empty skips it ([`Prepared`]):
+//! a capture without collectives, compilation or transfers plans three statements fewer.
 
 use super::{dealt_batches, table_schema, Engine, QueryError, Spread};
 use crate::tables::{schema, RunTables};
@@ -24,7 +29,7 @@ use datafusion::physical_plan::memory::{LazyBatchGenerator, LazyMemoryExec};
 use datafusion::physical_plan::ExecutionPlan;
 use parking_lot::RwLock;
 use std::any::Any;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A table's batches, dealt to its partitions; set once.
@@ -150,81 +155,154 @@ impl Engine {
     }
 }
 
-/// Statements to plan, each under the key its caller finds it by.
-type Queue = VecDeque<(String, String)>;
+/// What an analysis knows before it runs its statements: those planned ahead, by key, and
+/// the tables that hold no rows of its run.
+#[derive(Default)]
+pub struct Prepared {
+    pub planned: BTreeMap<String, Planned>,
+    pub without_rows: BTreeSet<&'static str>,
+}
+
+/// The tables of the contract that `tables` gives no rows.
+pub fn tables_without_rows(tables: &RunTables) -> BTreeSet<&'static str> {
+    schema::TABLES.iter().filter(|t| tables.rows(t.name) == 0).map(|t| t.name).collect()
+}
+
+/// A statement to plan ahead.
+pub struct Statement {
+    /// What its caller finds the plan by.
+    pub key: String,
+    pub sql: String,
+    /// The table whose rows of the run every output row comes from (a named query's
+    /// `Rows only from:`): planned only once that table is known to get rows.
+    pub rows_only_from: Option<&'static str>,
+}
+
+/// What the planner and those who call it share.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<PlannerState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct PlannerState {
+    queue: VecDeque<Statement>,
+    planned: BTreeMap<String, Planned>,
+    /// Tables known to get rows of the run.
+    with_rows: BTreeSet<&'static str>,
+    started: bool,
+}
+
+impl Shared {
+    fn change(&self, f: impl FnOnce(&mut PlannerState)) {
+        f(&mut self.state.lock().expect("planner state"));
+        self.changed.notify_all();
+    }
+
+    /// Waits for the first statement in the queue that may be planned now; none once the
+    /// queue is empty.
+    fn next_to_plan(&self) -> Option<Statement> {
+        let mut s = self.state.lock().expect("planner state");
+        loop {
+            if s.started {
+                if s.queue.is_empty() {
+                    return None;
+                }
+                let with_rows = &s.with_rows;
+                if let Some(k) = s.queue.iter().position(|q| q.rows_only_from.is_none_or(|t| with_rows.contains(t))) {
+                    return s.queue.remove(k);
+                }
+            }
+            s = self.changed.wait(s).expect("planner state");
+        }
+    }
+}
 
 /// Plans statements one after another on a thread of idle priority, from when its
-/// [`StartSignal`] is given; [`IdlePlanner::finish`] takes what is planned by then.
+/// [`StartSignal`] is given; [`IdlePlanner::finish`] takes what is planned by then. A
+/// statement whose rows come only from one table waits until [`RowsSeen`] says that table
+/// gets rows: one never told so is never planned (its caller skips it when the table stays
+/// empty).
 pub struct IdlePlanner {
-    queue: Arc<Mutex<Queue>>,
-    planned: Arc<Mutex<BTreeMap<String, Planned>>>,
-    start: StartSignal,
+    shared: Arc<Shared>,
 }
 
 /// Tells an [`IdlePlanner`] to begin. Until then it waits: even at idle priority, a planner
 /// running beside the decode's parallel stages slows them (they share caches, memory
 /// bandwidth and the page-fault path), while the stages after them leave a core idle.
-#[derive(Clone, Default)]
-pub struct StartSignal(Arc<(Mutex<bool>, std::sync::Condvar)>);
+#[derive(Clone)]
+pub struct StartSignal(Arc<Shared>);
 
 impl StartSignal {
     pub fn give(&self) {
-        let (given, changed) = &*self.0;
-        *given.lock().expect("start signal") = true;
-        changed.notify_all();
+        self.0.change(|s| s.started = true);
     }
-    fn wait(&self) {
-        let (given, changed) = &*self.0;
-        let mut g = given.lock().expect("start signal");
-        while !*g {
-            g = changed.wait(g).expect("start signal");
+}
+
+/// Tells an [`IdlePlanner`] which tables get rows, as soon as the loader knows.
+#[derive(Clone)]
+pub struct RowsSeen(Arc<Shared>);
+
+impl RowsSeen {
+    pub fn has_rows(&self, table: &'static str) {
+        if !self.0.state.lock().expect("planner state").with_rows.contains(table) {
+            self.0.change(|s| {
+                s.with_rows.insert(table);
+            });
         }
     }
 }
 
 impl IdlePlanner {
-    /// A planner of `statements` (key, SQL) on `engine`, in order, once [`IdlePlanner::start_signal`]
+    /// A planner of `statements` on `engine`, in order, once [`IdlePlanner::start_signal`]
     /// is given.
-    pub fn new(engine: &Engine, statements: Vec<(String, String)>) -> IdlePlanner {
-        let queue = Arc::new(Mutex::new(statements.into_iter().collect::<Queue>()));
-        let planned = Arc::new(Mutex::new(BTreeMap::new()));
-        let start = StartSignal::default();
-        let (engine, q, p, start_signal) = (engine.clone(), queue.clone(), planned.clone(), start.clone());
+    pub fn new(engine: &Engine, statements: Vec<Statement>) -> IdlePlanner {
+        let shared = Arc::new(Shared::default());
+        shared.state.lock().expect("planner state").queue = statements.into();
+        let (engine, planner) = (engine.clone(), shared.clone());
         let spawned = std::thread::Builder::new().name("profq-planner".into()).spawn(move || {
             lower_own_priority();
             let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else { return };
-            start_signal.wait();
-            loop {
-                let Some((key, sql)) = q.lock().expect("planner queue").pop_front() else { return };
+            while let Some(next) = planner.next_to_plan() {
                 // A statement that fails to plan is planned again, and its error reported, by
                 // the caller's own path.
-                if let Ok(plan) = rt.block_on(engine.plan(&sql)) {
-                    p.lock().expect("planned statements").insert(key, plan);
+                if let Ok(plan) = rt.block_on(engine.plan(&next.sql)) {
+                    planner.change(|s| {
+                        s.planned.insert(next.key, plan);
+                    });
                 }
             }
         });
         if spawned.is_err() {
-            queue.lock().expect("planner queue").clear();
+            shared.change(|s| s.queue.clear());
         }
-        IdlePlanner { queue, planned, start }
+        IdlePlanner { shared }
     }
 
     /// What starts the planning.
     pub fn start_signal(&self) -> StartSignal {
-        self.start.clone()
+        StartSignal(self.shared.clone())
+    }
+
+    /// What tells the planner which tables get rows.
+    pub fn rows_seen(&self) -> RowsSeen {
+        RowsSeen(self.shared.clone())
     }
 
     /// Stops planning and returns the statements planned so far, by key. One being planned
     /// at this moment is left to the caller (the planner finishes it in idle time, unread).
     pub fn finish(self) -> BTreeMap<String, Planned> {
         self.stop();
-        std::mem::take(&mut *self.planned.lock().expect("planned statements"))
+        std::mem::take(&mut self.shared.state.lock().expect("planner state").planned)
     }
 
     fn stop(&self) {
-        self.queue.lock().expect("planner queue").clear();
         // A planner not started yet would otherwise wait for ever (the load failed, say).
-        self.start.give();
+        self.shared.change(|s| {
+            s.queue.clear();
+            s.started = true;
+        });
     }
 }
 

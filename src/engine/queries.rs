@@ -3,7 +3,10 @@
 //!
 //! A query file starts with a header of `--` comment lines: the first line is its one-line
 //! description; a `Parameters:` block lists `name TYPE [= default] description` lines
-//! (TYPE is TEXT, INT or FLOAT); a `Columns:` block documents every output column.
+//! (TYPE is TEXT, INT or FLOAT); a `Columns:` block documents every output column. A
+//! `Rows only from: TABLE` line says that every output row comes from the run's rows of
+//! TABLE, so that a run without any gets no rows (an analysis then neither plans nor runs
+//! the query; a test checks each such claim).
 //! Placeholders `{{name}}` in the body are replaced by SQL literals: TEXT is quoted with
 //! quotes doubled, INT and FLOAT must parse as numbers, so no value can inject SQL.
 
@@ -101,6 +104,12 @@ impl NamedQuery {
                 Some(Param { name, kind, default, doc })
             })
             .collect()
+    }
+
+    /// The table whose rows of the run every output row comes from (`Rows only from:`):
+    /// without any, the query returns no rows.
+    pub fn rows_only_from(&self) -> Option<&'static str> {
+        self.header().find_map(|l| l.trim().strip_prefix("Rows only from:")).and_then(|rest| rest.split_whitespace().next())
     }
 
     /// Documented output column names.

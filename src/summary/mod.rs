@@ -9,11 +9,11 @@ pub mod candidates;
 pub mod query;
 pub mod steps;
 
-use crate::engine::ahead::Planned;
+use crate::engine::ahead::{Planned, Prepared, Statement};
 use crate::engine::functions::{flop_proxy, proxy_family_of_name, shape_signature};
 use crate::engine::{Engine, QueryError};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const SCHEMA_VERSION: &str = "profile_summary.v1";
 
@@ -60,6 +60,9 @@ pub struct Analyst<'a> {
     pending: std::sync::Mutex<BTreeMap<String, tokio::task::JoinHandle<QueryResult>>>,
     /// Queries planned before the analyst was made ([`crate::engine::ahead`]), by the same key.
     planned: std::sync::Mutex<BTreeMap<String, Planned>>,
+    /// Tables known to hold no rows of the run: a query whose rows come only from one of
+    /// them (`Rows only from:`) returns none without being planned.
+    without_rows: BTreeSet<&'static str>,
 }
 
 pub type Row = Map<String, Value>;
@@ -85,13 +88,13 @@ fn key(query: &str, params: &BTreeMap<String, String>) -> String {
 
 impl<'a> Analyst<'a> {
     pub fn new(engine: &'a Engine, run_id: &'a str) -> Self {
-        Analyst::with_plans(engine, run_id, BTreeMap::new())
+        Analyst::with_plans(engine, run_id, Prepared::default())
     }
 
-    /// An analyst that executes `planned` statements (by [`statements`]' keys) instead of
-    /// planning them again.
-    pub fn with_plans(engine: &'a Engine, run_id: &'a str, planned: BTreeMap<String, Planned>) -> Self {
-        Analyst { engine, run_id, pending: Default::default(), planned: std::sync::Mutex::new(planned) }
+    /// An analyst that executes the statements `prepared` planned (by [`statements`]' keys)
+    /// instead of planning them again, and skips those it knows return no rows.
+    pub fn with_plans(engine: &'a Engine, run_id: &'a str, prepared: Prepared) -> Self {
+        Analyst { engine, run_id, pending: Default::default(), planned: std::sync::Mutex::new(prepared.planned), without_rows: prepared.without_rows }
     }
 
     /// Runs a query: its plan if one was made ahead, else the query planned now.
@@ -102,9 +105,11 @@ impl<'a> Analyst<'a> {
         params: &BTreeMap<String, String>,
     ) -> impl std::future::Future<Output = Result<Vec<datafusion::arrow::record_batch::RecordBatch>, QueryError>> + Send + 'static {
         let planned = self.planned.lock().expect("planned queries").remove(key);
+        let no_rows = crate::engine::queries::find(query).and_then(|q| q.rows_only_from()).is_some_and(|t| self.without_rows.contains(t));
         let (engine, name, params) = (self.engine.clone(), query.to_string(), params.clone());
         async move {
             match planned {
+                _ if no_rows => Ok(Vec::new()),
                 Some(p) => p.execute().await.map_err(|e| QueryError(format!("query {name}: {e}"))),
                 None => engine.run_named(&name, &params).await,
             }
@@ -179,9 +184,9 @@ fn summary_queries(opts: &SummaryOptions) -> Vec<QueryCall> {
     ]
 }
 
-/// The statements a summary of run `run_id` runs, as (key, SQL): what can be planned before
-/// the run's tables exist ([`crate::engine::ahead`]; [`Analyst::with_plans`] takes the plans).
-pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<(String, String)> {
+/// The statements a summary of run `run_id` runs: what can be planned before the run's
+/// tables exist ([`crate::engine::ahead`]; [`Analyst::with_plans`] takes the plans).
+pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<Statement> {
     // `PROFQ_TIMING=serial` times each statement's planning apart from its execution.
     if crate::timing::serial() {
         return Vec::new();
@@ -190,10 +195,10 @@ pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<(String, String)> 
         .into_iter()
         .filter_map(|(query, params)| {
             let bound = bind(query, &params, run_id);
-            let sql = crate::engine::queries::find(query)?.bind(&bound).ok()?;
-            Some((key(query, &bound), sql))
+            let named = crate::engine::queries::find(query)?;
+            Some(Statement { key: key(query, &bound), sql: named.bind(&bound).ok()?, rows_only_from: named.rows_only_from() })
         })
-        .chain(run_statements(run_id).into_iter().map(|sql| (sql.clone(), sql)))
+        .chain(run_statements(run_id).into_iter().map(|sql| Statement { key: sql.clone(), sql, rows_only_from: None }))
         .collect()
 }
 
@@ -248,19 +253,14 @@ pub fn iso_utc(epoch_ns: i64) -> String {
 
 /// Builds the profile_summary.v1 document of one run.
 pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions) -> Result<Value, QueryError> {
-    summarize_planned(engine, run_id, source_path, opts, BTreeMap::new()).await
+    summarize_planned(engine, run_id, source_path, opts, Prepared::default()).await
 }
 
-/// [`summarize`], executing the statements in `planned` (by [`statements`]' keys) as planned.
-pub async fn summarize_planned(
-    engine: &Engine,
-    run_id: &str,
-    source_path: &str,
-    opts: &SummaryOptions,
-    planned: BTreeMap<String, Planned>,
-) -> Result<Value, QueryError> {
+/// [`summarize`], executing the statements `prepared` planned (by [`statements`]' keys) as
+/// planned, and skipping those it knows return no rows.
+pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions, prepared: Prepared) -> Result<Value, QueryError> {
     let mut clock = std::time::Instant::now();
-    let a = Analyst::with_plans(engine, run_id, planned);
+    let a = Analyst::with_plans(engine, run_id, prepared);
     let n = opts.hot_op_limit;
     let warmup = warmup_param(opts);
     let long_limit = long_limit_param(opts);

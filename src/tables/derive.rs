@@ -571,6 +571,20 @@ pub struct PartDerived {
     pub chunk_base: Vec<i64>,
 }
 
+impl PartDerived {
+    /// The rows each of the part's tables ([`crate::tables::part_tables`]) gets.
+    pub fn table_rows(&self) -> [(&'static str, usize); 6] {
+        [
+            ("ops", self.ops.len()),
+            ("collectives", self.collectives.len()),
+            ("gaps", self.gaps.len()),
+            ("event_totals", self.event_totals.len()),
+            ("op_totals", self.op_totals.len()),
+            ("gap_totals", self.gap_totals.len()),
+        ]
+    }
+}
+
 /// What only the whole run knows: its steps (with their device activity), regions and totals.
 pub struct RunDerived {
     pub steps: Vec<Step>,
