@@ -305,7 +305,7 @@ pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOpt
             let steady = |rows: Vec<crate::summary::Row>| {
                 rows.iter().filter(|r| r.get("warmup").and_then(Value::as_bool) == Some(false)).map(|r| us(r, "dur_ns")).collect::<Vec<f64>>()
             };
-            let db = steady(Analyst::new(&engine, "before").rows("step_durations", &[warmup.clone()]).await?);
+            let db = steady(Analyst::new(&engine, "before").rows("step_durations", std::slice::from_ref(&warmup)).await?);
             let da = steady(Analyst::new(&engine, "after").rows("step_durations", &[warmup]).await?);
             out.insert("profq_step_noise".into(), stats::step_verdict(&db, &da));
             out.insert("profq_comparison_level".into(), json!("tables"));

@@ -9,6 +9,7 @@
 //! * `M` metadata names processes and threads (and is not an event);
 //! * flow (`s`/`t`/`f`), async (`b`/`e`/`n`) and object events are counted in
 //!   `num_events_total` but not kept: Kineto's correlation is the `correlation` arg.
+//!
 //! `ts`/`dur` are µs (Chrome trace format); `displayTimeUnit` only changes how viewers show
 //! them and is recorded, never applied.
 
@@ -664,7 +665,7 @@ impl<'p> State<'p> {
                 let dur = if ev.ph == b'X' { ev.dur_ns.unwrap_or(0).max(0) } else { 0 };
                 let line = self.line_of(pid, tid);
                 let keys: Vec<u32> = self.arg_keys[ev.args_start..self.arg_used].to_vec();
-                self.push(line, ev.name, ev.cat, ts, dur, ev.args_start, &keys);
+                self.push(line, ev.name, ev.cat, (ts, dur), ev.args_start, &keys);
             }
             b'B' => {
                 let Some(ts) = ev.ts_ns else {
@@ -709,14 +710,15 @@ impl<'p> State<'p> {
                     self.arg_values[self.arg_used] = v;
                     self.arg_used += 1;
                 }
-                self.push(line, open.name, open.cat, open.ts_ns, (ts - open.ts_ns).max(0), start, &keys);
+                self.push(line, open.name, open.cat, (open.ts_ns, (ts - open.ts_ns).max(0)), start, &keys);
             }
             0 => {}
             _ => self.dropped_flows += 1,
         }
     }
 
-    fn push(&mut self, line: u32, name: u32, cat: u32, ts: i64, dur: i64, args_start: usize, keys: &[u32]) {
+    /// Appends an event spanning `(ts, dur)` ns, with its args from `args_start` on.
+    fn push(&mut self, line: u32, name: u32, cat: u32, (ts, dur): (i64, i64), args_start: usize, keys: &[u32]) {
         let c = &mut self.chunk;
         let i = c.push_event(line, name, NO_STR, cat, ts, dur);
         let capacity = c.capacity();

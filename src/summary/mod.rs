@@ -276,7 +276,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
     let truncated = run.get("suspected_truncation").and_then(Value::as_bool).unwrap_or(false);
 
     // Steps.
-    let per_step = a.rows("step_durations", &[warmup.clone()]).await?;
+    let per_step = a.rows("step_durations", std::slice::from_ref(&warmup)).await?;
     let all_steps: Vec<(i64, f64)> = per_step.iter().map(|r| (f(r, "step") as i64, f(r, "dur_ns") / 1000.0)).collect();
     let steady: Vec<(i64, f64)> = all_steps.iter().copied().filter(|s| s.0 >= opts.warmup_steps).collect();
     let durations = |v: &[(i64, f64)]| v.iter().map(|s| s.1).collect::<Vec<_>>();
@@ -350,7 +350,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         .collect();
 
     // Gaps and regions.
-    let gaps = a.rows("pre_op_gaps", &[long_limit.clone()]).await?;
+    let gaps = a.rows("pre_op_gaps", std::slice::from_ref(&long_limit)).await?;
     let gap_before_ops: Vec<Value> = gaps
         .iter()
         .map(|r| {
@@ -360,7 +360,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         })
         .collect();
     let arrow_path = |r: &Row, k: &str| json!(r.get(k).and_then(Value::as_str).unwrap_or("").replace('/', "=>"));
-    let contexts = a.rows("gap_contexts", &[long_limit.clone()]).await?;
+    let contexts = a.rows("gap_contexts", std::slice::from_ref(&long_limit)).await?;
     let gap_region_contexts: Vec<Value> = contexts
         .iter()
         .map(|r| {
@@ -368,7 +368,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
                    "total_gap_duration": us(r, "total_gap_ns"), "avg_gap_duration": us(r, "avg_gap_ns")})
         })
         .collect();
-    let regions = a.rows("hierarchical_regions", &[long_limit.clone()]).await?;
+    let regions = a.rows("hierarchical_regions", std::slice::from_ref(&long_limit)).await?;
     let hierarchical_regions: Vec<Value> = regions
         .iter()
         .map(|r| {
@@ -376,7 +376,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
                    "inclusive_duration": us(r, "inclusive_ns"), "exclusive_duration": us(r, "exclusive_ns")})
         })
         .collect();
-    let by_pass = a.rows("regions", &[long_limit.clone()]).await?;
+    let by_pass = a.rows("regions", std::slice::from_ref(&long_limit)).await?;
     let profq_regions_by_pass: Vec<Value> = by_pass
         .iter()
         .map(|r| {
@@ -387,7 +387,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         .collect();
 
     // profq analyses.
-    let skew = a.rows("step_skew", &[warmup.clone()]).await?;
+    let skew = a.rows("step_skew", std::slice::from_ref(&warmup)).await?;
     let profq_per_device: Vec<Value> = skew
         .iter()
         .map(|r| {
@@ -396,7 +396,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
                    "max_lag_duration": us(r, "max_lag_ns"), "times_slowest": text(r, "times_slowest")})
         })
         .collect();
-    let hosts = a.rows("per_host", &[warmup.clone()]).await?;
+    let hosts = a.rows("per_host", std::slice::from_ref(&warmup)).await?;
     let profq_per_host: Vec<Value> = hosts
         .iter()
         .map(|r| {
@@ -423,7 +423,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
                         "total_duration": us(r, "total_ns"), "bytes": text(r, "bytes"), "example": text(r, "example")})
         })
         .collect();
-    let tiny = a.rows("tiny_kernels", &[warmup.clone()]).await?;
+    let tiny = a.rows("tiny_kernels", std::slice::from_ref(&warmup)).await?;
     let launch_bound = tiny.iter().filter(|r| r.get("launch_bound").and_then(Value::as_bool) == Some(true)).count();
     let profq_tiny_kernels = json!({
         "tiny_threshold_us": 10,
@@ -433,7 +433,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         "avg_tiny_share": mean(tiny.iter().map(|r| f(r, "tiny_share"))),
         "avg_busy_share": mean(tiny.iter().map(|r| f(r, "busy_share"))),
     });
-    let idle = a.rows("device_idle", &[warmup.clone()]).await?;
+    let idle = a.rows("device_idle", std::slice::from_ref(&warmup)).await?;
     let profq_device_idle = json!({
         "steady_steps": idle.len(),
         "avg_idle_share": mean(idle.iter().map(|r| f(r, "idle_share"))),

@@ -287,8 +287,7 @@ fn is_plumbing(component: &str) -> bool {
 /// Unwraps `transpose(jvp(forward))` into ("forward", ["transpose", "jvp"]).
 fn unwrap_transforms(mut comp: &str) -> (&str, Vec<&str>) {
     let mut applied = Vec::new();
-    loop {
-        let Some(open) = comp.find('(') else { break };
+    while let Some(open) = comp.find('(') {
         if !comp.ends_with(')') {
             break;
         }
@@ -1223,7 +1222,7 @@ pub fn pool_ids(pool: &StringPool) -> PoolIds {
     PoolIds { name, hlo_category, flops, bytes_accessed, source, device_duration_ps }
 }
 
-fn arg<'c>(chunk: &'c EventChunk, i: usize, key: u32) -> Option<&'c str> {
+fn arg(chunk: &EventChunk, i: usize, key: u32) -> Option<&str> {
     chunk.args_of(i).find(|&j| chunk.arg_key[j] == key).map(|j| chunk.arg_value(j))
 }
 

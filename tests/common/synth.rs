@@ -111,6 +111,9 @@ pub struct XStatMetadata {
     pub description: String,
 }
 
+/// An event for [`PlaneBuilder::line`]: (name, start, duration, stats).
+pub type SynthEvent<'a> = (&'a str, i64, i64, &'a [(&'a str, V)]);
+
 /// A stat value for the builders.
 #[derive(Clone)]
 pub enum V {
@@ -167,7 +170,7 @@ impl PlaneBuilder {
         id
     }
 
-    pub fn line(&mut self, id: i64, name: &str, events: &[(&str, i64, i64, &[(&str, V)])]) -> &mut Self {
+    pub fn line(&mut self, id: i64, name: &str, events: &[SynthEvent]) -> &mut Self {
         let mut line = XLine { id, name: name.into(), ..Default::default() };
         for (ename, start, dur, stats) in events {
             let metadata_id = self.meta_id(ename);
