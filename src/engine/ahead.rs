@@ -246,11 +246,9 @@ pub struct RowsSeen(Arc<Shared>);
 
 impl RowsSeen {
     pub fn has_rows(&self, table: &'static str) {
-        if !self.0.state.lock().expect("planner state").with_rows.contains(table) {
-            self.0.change(|s| {
-                s.with_rows.insert(table);
-            });
-        }
+        self.0.change(|s| {
+            s.with_rows.insert(table);
+        });
     }
 }
 
