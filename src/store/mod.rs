@@ -9,12 +9,14 @@
 use crate::tables::{schema, RunTables};
 use arrow::array::{Array, StringArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+
+mod part_file;
+use part_file::PartFile;
 
 pub const PART_FILE: &str = "part-0.parquet";
 
@@ -265,7 +267,7 @@ fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::Recor
 /// batches in memory).
 pub struct PartWriter {
     table: String,
-    writer: ArrowWriter<File>,
+    writer: PartFile,
 }
 
 impl PartWriter {
@@ -280,7 +282,7 @@ impl PartWriter {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         let contract = schema::table(table).expect("known table");
-        let writer = ArrowWriter::try_new(file, schema::arrow_schema(contract), Some(writer_properties(contract))).map_err(|e| format!("{table}: {e}"))?;
+        let writer = PartFile::create(file, schema::arrow_schema(contract), writer_properties(contract)).map_err(|e| format!("{table}: {e}"))?;
         Ok(PartWriter { table: table.to_string(), writer })
     }
 
@@ -290,7 +292,7 @@ impl PartWriter {
 
     /// Closes the file and syncs it to disk.
     pub fn finish(self) -> Result<(), String> {
-        let f = self.writer.into_inner().map_err(|e| format!("{}: {e}", self.table))?;
+        let f = self.writer.finish().map_err(|e| format!("{}: {e}", self.table))?;
         f.sync_all().map_err(|e| format!("{}: {e}", self.table))
     }
 }
