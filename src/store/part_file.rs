@@ -151,16 +151,12 @@ struct NameColumn {
     dictionary_encoding: Encoding,
     data_encoding: Encoding,
     page_rows_limit: usize,
-    /// Each distinct value's key in this column's dictionary.
-    keys_by_value: FxHashMap<Box<str>, u32>,
-    /// The dictionary page's values, PLAIN-encoded (u32 length, bytes).
-    dictionary: Vec<u8>,
-    entries: u32,
+    dictionary: Dictionary,
     /// The batch's dictionary keys remapped to this column's (u32::MAX: not seen yet).
     remap: Vec<u32>,
     page_keys: Vec<u32>,
     /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
-    page_levels: Vec<u32>,
+    page_levels: Vec<u8>,
     page_rows: usize,
     pages: Vec<(CompressedPage, usize)>,
     rows: usize,
@@ -192,9 +188,7 @@ impl NameColumn {
             dictionary_encoding: props.dictionary_page_encoding(),
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
-            keys_by_value: FxHashMap::default(),
-            dictionary: Vec::new(),
-            entries: 0,
+            dictionary: Dictionary::default(),
             remap: Vec::new(),
             page_keys: Vec::new(),
             page_levels: Vec::new(),
@@ -208,45 +202,50 @@ impl NameColumn {
         let dict: &DictionaryArray<Int32Type> = array.as_dictionary();
         let values = dict.values().as_string::<i32>();
         let keys = dict.keys();
+        let nullable = self.descr.max_def_level() > 0;
+        if !nullable && dict.logical_null_count() > 0 {
+            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.descr.name())));
+        }
         self.remap.clear();
         self.remap.resize(values.len(), u32::MAX);
-        let nullable = self.descr.max_def_level() > 0;
-        for row in 0..dict.len() {
-            let key = keys.values()[row] as usize;
-            let present = keys.is_valid(row) && values.is_valid(key);
-            if !present && !nullable {
-                return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.descr.name())));
-            }
-            if nullable {
-                self.page_levels.push(present as u32);
-            }
-            if present {
-                let mut k = self.remap[key];
-                if k == u32::MAX {
-                    k = self.key_of(values.value(key));
-                    self.remap[key] = k;
+        let all_present = keys.null_count() == 0 && values.null_count() == 0;
+        let mut row = 0;
+        while row < dict.len() {
+            let rows = (self.page_rows_limit - self.page_rows).min(dict.len() - row);
+            let (remap, dictionary) = (&mut self.remap, &mut self.dictionary);
+            let mut key_of = |key: usize| match remap[key] {
+                u32::MAX => {
+                    let k = dictionary.key_of(values.value(key));
+                    remap[key] = k;
+                    k
                 }
-                self.page_keys.push(k);
+                k => k,
+            };
+            if all_present {
+                if nullable {
+                    self.page_levels.resize(self.page_levels.len() + rows, 1);
+                }
+                self.page_keys.extend(keys.values()[row..row + rows].iter().map(|&key| key_of(key as usize)));
+            } else {
+                for r in row..row + rows {
+                    let key = keys.values()[r] as usize;
+                    let present = keys.is_valid(r) && values.is_valid(key);
+                    if nullable {
+                        self.page_levels.push(present as u8);
+                    }
+                    if present {
+                        self.page_keys.push(key_of(key));
+                    }
+                }
             }
-            self.page_rows += 1;
+            self.page_rows += rows;
+            row += rows;
             if self.page_rows == self.page_rows_limit {
                 self.finish_page()?;
             }
         }
         self.rows += dict.len();
         Ok(())
-    }
-
-    fn key_of(&mut self, value: &str) -> u32 {
-        if let Some(&k) = self.keys_by_value.get(value) {
-            return k;
-        }
-        let k = self.entries;
-        self.entries += 1;
-        self.dictionary.extend_from_slice(&(value.len() as u32).to_le_bytes());
-        self.dictionary.extend_from_slice(value.as_bytes());
-        self.keys_by_value.insert(value.into(), k);
-        k
     }
 
     fn compress(&mut self, raw: Vec<u8>) -> Result<(Bytes, usize)> {
@@ -267,7 +266,7 @@ impl NameColumn {
             raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
             raw.extend_from_slice(&levels);
         }
-        let width = bit_width(self.entries.saturating_sub(1));
+        let width = bit_width(self.dictionary.entries.saturating_sub(1));
         raw.push(width);
         hybrid_encode(&self.page_keys, width, &mut raw);
         let (buf, size) = self.compress(raw)?;
@@ -292,9 +291,10 @@ impl NameColumn {
         if self.page_rows > 0 {
             self.finish_page()?;
         }
-        let dictionary = std::mem::take(&mut self.dictionary);
-        let (buf, size) = self.compress(dictionary)?;
-        let dictionary_page = Page::DictionaryPage { buf, num_values: self.entries, encoding: self.dictionary_encoding, is_sorted: false };
+        let entries = self.dictionary.entries;
+        let values = std::mem::take(&mut self.dictionary.values);
+        let (buf, size) = self.compress(values)?;
+        let dictionary_page = Page::DictionaryPage { buf, num_values: entries, encoding: self.dictionary_encoding, is_sorted: false };
         let mut sink = TrackedWrite::new(Vec::new());
         let mut page_writer = SerializedPageWriter::new(&mut sink);
         let spec = page_writer.write_page(CompressedPage::new(dictionary_page, size))?;
@@ -338,6 +338,29 @@ impl NameColumn {
     }
 }
 
+/// A column chunk's dictionary: its distinct values in key order.
+#[derive(Default)]
+struct Dictionary {
+    keys_by_value: FxHashMap<Box<str>, u32>,
+    /// The dictionary page's values, PLAIN-encoded (u32 length, bytes).
+    values: Vec<u8>,
+    entries: u32,
+}
+
+impl Dictionary {
+    fn key_of(&mut self, value: &str) -> u32 {
+        if let Some(&k) = self.keys_by_value.get(value) {
+            return k;
+        }
+        let k = self.entries;
+        self.entries += 1;
+        self.values.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.values.extend_from_slice(value.as_bytes());
+        self.keys_by_value.insert(value.into(), k);
+        k
+    }
+}
+
 /// Bits needed for `max` (at least 1).
 fn bit_width(max: u32) -> u8 {
     (32 - max.leading_zeros()).max(1) as u8
@@ -349,7 +372,7 @@ const MAX_PACKED_GROUPS: usize = 63;
 /// Appends `values` in Parquet's RLE / bit-packed hybrid encoding (no length prefix): a run
 /// of eight or more equal values as one RLE run, everything else bit-packed in groups of
 /// eight (the last group padded with zeros).
-fn hybrid_encode(values: &[u32], width: u8, out: &mut Vec<u8>) {
+fn hybrid_encode<T: Copy + PartialEq + Into<u32>>(values: &[T], width: u8, out: &mut Vec<u8>) {
     let value_bytes = (width as usize).div_ceil(8);
     let run_at = |i: usize, cap: usize| values[i..].iter().take(cap).take_while(|&&v| v == values[i]).count();
     let mut i = 0;
@@ -357,7 +380,7 @@ fn hybrid_encode(values: &[u32], width: u8, out: &mut Vec<u8>) {
         let run = run_at(i, usize::MAX);
         if run >= 8 {
             put_varint(out, (run as u64) << 1);
-            out.extend_from_slice(&values[i].to_le_bytes()[..value_bytes]);
+            out.extend_from_slice(&values[i].into().to_le_bytes()[..value_bytes]);
             i += run;
             continue;
         }
@@ -378,10 +401,10 @@ fn hybrid_encode(values: &[u32], width: u8, out: &mut Vec<u8>) {
 
 /// Packs `count` values (zeros past the slice) at `width` bits each, least significant bit
 /// first.
-fn bit_pack(values: &[u32], count: usize, width: u8, out: &mut Vec<u8>) {
+fn bit_pack<T: Copy + Into<u32>>(values: &[T], count: usize, width: u8, out: &mut Vec<u8>) {
     let (mut acc, mut bits) = (0u64, 0u8);
     for k in 0..count {
-        acc |= (values.get(k).copied().unwrap_or(0) as u64) << bits;
+        acc |= (values.get(k).map_or(0, |&v| v.into()) as u64) << bits;
         bits += width;
         while bits >= 8 {
             out.push(acc as u8);
@@ -472,10 +495,10 @@ mod tests {
     #[test]
     fn hybrid_encoding_packs_runs_and_groups() {
         let mut out = Vec::new();
-        hybrid_encode(&[5; 10], 3, &mut out);
+        hybrid_encode(&[5u32; 10], 3, &mut out);
         assert_eq!(out, vec![10 << 1, 5]);
         out.clear();
-        hybrid_encode(&[1, 0, 1], 1, &mut out);
+        hybrid_encode(&[1u8, 0, 1], 1, &mut out);
         assert_eq!(out, vec![0b11, 0b101]);
     }
 }
