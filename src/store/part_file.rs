@@ -55,6 +55,8 @@ enum FieldWriter {
     Leaves(Vec<ArrowColumnWriter>),
     /// A name column, dictionary-encoded here.
     Names(Box<NameColumn>),
+    /// A map of strings to strings, encoded here.
+    TextMap(Box<TextMapColumn>),
 }
 
 impl PartFile {
@@ -86,6 +88,7 @@ impl PartFile {
                         }
                     }
                     FieldWriter::Names(names) => names.write(array)?,
+                    FieldWriter::TextMap(map) => map.write(array)?,
                 }
             }
             group.rows += rows;
@@ -112,10 +115,14 @@ impl PartFile {
             let count = self.leaf_fields.iter().filter(|&&f| f == index).count();
             let writers: Vec<ArrowColumnWriter> = leaves.by_ref().take(count).collect();
             let descr = descriptors.column(first_leaf);
-            columns.push(match NameColumn::new(field.data_type(), descr, &self.props) {
-                Some(names) => FieldWriter::Names(Box::new(names)),
-                None => FieldWriter::Leaves(writers),
-            });
+            let writer = match count {
+                1 => NameColumn::new(field.data_type(), descr, &self.props).map(|names| FieldWriter::Names(Box::new(names))),
+                2 => {
+                    TextMapColumn::new(field.data_type(), descr, descriptors.column(first_leaf + 1), &self.props).map(|map| FieldWriter::TextMap(Box::new(map)))
+                }
+                _ => None,
+            };
+            columns.push(writer.unwrap_or(FieldWriter::Leaves(writers)));
         }
         Ok(RowGroup { columns, rows: 0 })
     }
@@ -134,6 +141,11 @@ impl PartFile {
                     let (bytes, close) = names.close()?;
                     row_group.append_column(&bytes, close)?;
                 }
+                FieldWriter::TextMap(map) => {
+                    for (bytes, close) in map.close()? {
+                        row_group.append_column(&bytes, close)?;
+                    }
+                }
             }
         }
         row_group.close()?;
@@ -142,12 +154,122 @@ impl PartFile {
     }
 }
 
-/// A dictionary-encoded string column of one row group: its dictionary so far, the pages
-/// already encoded and the keys of the page being filled.
-struct NameColumn {
+/// The pages of one leaf column chunk, compressed as they fill, and the chunk's bytes and
+/// metadata once it is closed.
+struct ChunkPages {
     descr: ColumnDescPtr,
     compression: Compression,
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// Each data page and the rows it holds.
+    pages: Vec<(CompressedPage, usize)>,
+    /// Levels written (the chunk's `num_values`: rows, plus a map's entries past a row's first).
+    values: usize,
+}
+
+impl ChunkPages {
+    /// Pages for `descr` when the properties ask nothing of it that is not done here: no
+    /// statistics, no bloom filter, zstd or no compression.
+    fn new(descr: ColumnDescPtr, props: &WriterProperties) -> Option<ChunkPages> {
+        let path = descr.path();
+        if props.statistics_enabled(path) != parquet::file::properties::EnabledStatistics::None || props.bloom_filter_properties(path).is_some() {
+            return None;
+        }
+        let compression = props.compression(path);
+        let compressor = match compression {
+            Compression::UNCOMPRESSED => None,
+            Compression::ZSTD(level) => Some(zstd::bulk::Compressor::new(level.compression_level()).ok()?),
+            _ => return None,
+        };
+        Some(ChunkPages { descr, compression, compressor, pages: Vec::new(), values: 0 })
+    }
+
+    fn compress(&mut self, raw: Vec<u8>) -> Result<(Bytes, usize)> {
+        let size = raw.len();
+        match &mut self.compressor {
+            None => Ok((Bytes::from(raw), size)),
+            Some(c) => Ok((Bytes::from(c.compress(&raw)?), size)),
+        }
+    }
+
+    /// Adds a data page (format v1: levels, then values) of `values` levels over `rows` rows.
+    fn add_data_page(&mut self, raw: Vec<u8>, values: usize, rows: usize, encoding: Encoding) -> Result<()> {
+        let (buf, size) = self.compress(raw)?;
+        let page =
+            Page::DataPage { buf, num_values: values as u32, encoding, def_level_encoding: Encoding::RLE, rep_level_encoding: Encoding::RLE, statistics: None };
+        self.pages.push((CompressedPage::new(page, size), rows));
+        self.values += values;
+        Ok(())
+    }
+
+    /// The chunk's bytes (the dictionary page, if any, first) and what the row group needs
+    /// to splice them in, with offsets relative to the bytes' start.
+    fn close(mut self, dictionary: Option<(&mut Dictionary, Encoding)>, data_encoding: Encoding) -> Result<(Bytes, ColumnCloseResult)> {
+        let mut sink = TrackedWrite::new(Vec::new());
+        let mut page_writer = SerializedPageWriter::new(&mut sink);
+        let (mut compressed, mut uncompressed) = (0i64, 0i64);
+        let mut encodings = vec![Encoding::RLE, data_encoding];
+        let mut encoding_stats = Vec::new();
+        let mut dictionary_page_offset = None;
+        if let Some((dictionary, encoding)) = dictionary {
+            let (buf, size) = self.compress(std::mem::take(&mut dictionary.values))?;
+            let page = Page::DictionaryPage { buf, num_values: dictionary.entries, encoding, is_sorted: false };
+            let spec = page_writer.write_page(CompressedPage::new(page, size))?;
+            compressed += spec.compressed_size as i64;
+            uncompressed += spec.uncompressed_size as i64;
+            dictionary_page_offset = Some(spec.offset as i64);
+            encodings.push(encoding);
+            encoding_stats.push(PageEncodingStats { page_type: PageType::DICTIONARY_PAGE, encoding, count: 1 });
+        }
+        encoding_stats.push(PageEncodingStats { page_type: PageType::DATA_PAGE, encoding: data_encoding, count: self.pages.len() as i32 });
+        let mut offsets = OffsetIndexBuilder::new();
+        let mut data_page_offset = None;
+        let rows: usize = self.pages.iter().map(|(_, rows)| rows).sum();
+        for (page, rows) in std::mem::take(&mut self.pages) {
+            let spec = page_writer.write_page(page)?;
+            data_page_offset.get_or_insert(spec.offset as i64);
+            compressed += spec.compressed_size as i64;
+            uncompressed += spec.uncompressed_size as i64;
+            offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
+            offsets.append_row_count(rows as i64);
+        }
+        page_writer.close()?;
+        let bytes = Bytes::from(sink.into_inner()?);
+        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
+            .set_compression(self.compression)
+            .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
+            .set_page_encoding_stats(encoding_stats)
+            .set_total_compressed_size(compressed)
+            .set_total_uncompressed_size(uncompressed)
+            .set_num_values(self.values as i64)
+            .set_data_page_offset(data_page_offset.unwrap_or(0))
+            .set_dictionary_page_offset(dictionary_page_offset)
+            .build()?;
+        let close = ColumnCloseResult {
+            bytes_written: compressed as u64,
+            rows_written: rows as u64,
+            metadata,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: Some(offsets.build()),
+        };
+        Ok((bytes, close))
+    }
+}
+
+/// Appends levels as a format-v1 page holds them: their byte length, then the hybrid
+/// encoding at the width of `max_level`.
+fn put_levels(levels: impl Iterator<Item = u8>, max_level: i16, raw: &mut Vec<u8>) {
+    let levels: Vec<u8> = levels.collect();
+    let mut encoded = Vec::new();
+    hybrid_encode(&levels, bit_width(max_level as u32), &mut encoded);
+    raw.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
+    raw.extend_from_slice(&encoded);
+}
+
+/// A dictionary-encoded string column of one row group: its dictionary so far, the pages
+/// already encoded and the keys of the page being filled.
+struct NameColumn {
+    pages: ChunkPages,
     dictionary_encoding: Encoding,
     data_encoding: Encoding,
     page_rows_limit: usize,
@@ -158,33 +280,19 @@ struct NameColumn {
     /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
     page_levels: Vec<u8>,
     page_rows: usize,
-    pages: Vec<(CompressedPage, usize)>,
-    rows: usize,
 }
 
 impl NameColumn {
     /// A writer for `data_type` when it is a flat dictionary string column that the
-    /// properties dictionary-encode, without statistics, with a compression handled here.
+    /// properties dictionary-encode.
     fn new(data_type: &DataType, descr: ColumnDescPtr, props: &WriterProperties) -> Option<NameColumn> {
         let DataType::Dictionary(key, value) = data_type else { return None };
-        let path = descr.path();
         let flat = descr.max_rep_level() == 0 && descr.path().parts().len() == 1;
-        let wanted = props.dictionary_enabled(path)
-            && props.statistics_enabled(path) == parquet::file::properties::EnabledStatistics::None
-            && props.bloom_filter_properties(path).is_none();
-        if !(flat && wanted && **key == DataType::Int32 && **value == DataType::Utf8) {
+        if !(flat && props.dictionary_enabled(descr.path()) && **key == DataType::Int32 && **value == DataType::Utf8) {
             return None;
         }
-        let compression = props.compression(path);
-        let compressor = match compression {
-            Compression::UNCOMPRESSED => None,
-            Compression::ZSTD(level) => Some(zstd::bulk::Compressor::new(level.compression_level()).ok()?),
-            _ => return None,
-        };
         Some(NameColumn {
-            descr,
-            compression,
-            compressor,
+            pages: ChunkPages::new(descr, props)?,
             dictionary_encoding: props.dictionary_page_encoding(),
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
@@ -193,8 +301,6 @@ impl NameColumn {
             page_keys: Vec::new(),
             page_levels: Vec::new(),
             page_rows: 0,
-            pages: Vec::new(),
-            rows: 0,
         })
     }
 
@@ -202,9 +308,9 @@ impl NameColumn {
         let dict: &DictionaryArray<Int32Type> = array.as_dictionary();
         let values = dict.values().as_string::<i32>();
         let keys = dict.keys();
-        let nullable = self.descr.max_def_level() > 0;
+        let nullable = self.pages.descr.max_def_level() > 0;
         if !nullable && dict.logical_null_count() > 0 {
-            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.descr.name())));
+            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
         }
         self.remap.clear();
         self.remap.resize(values.len(), u32::MAX);
@@ -244,97 +350,143 @@ impl NameColumn {
                 self.finish_page()?;
             }
         }
-        self.rows += dict.len();
         Ok(())
     }
 
-    fn compress(&mut self, raw: Vec<u8>) -> Result<(Bytes, usize)> {
-        let size = raw.len();
-        match &mut self.compressor {
-            None => Ok((Bytes::from(raw), size)),
-            Some(c) => Ok((Bytes::from(c.compress(&raw)?), size)),
-        }
-    }
-
-    /// Encodes the filled page: definition levels (4-byte length, hybrid at width 1), then
-    /// the keys' bit width and the keys (hybrid).
+    /// Encodes the filled page: definition levels, then the keys' bit width and the keys.
     fn finish_page(&mut self) -> Result<()> {
         let mut raw = Vec::with_capacity(self.page_keys.len() * 2 + 16);
-        if self.descr.max_def_level() > 0 {
-            let mut levels = Vec::new();
-            hybrid_encode(&self.page_levels, 1, &mut levels);
-            raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
-            raw.extend_from_slice(&levels);
+        if self.pages.descr.max_def_level() > 0 {
+            put_levels(self.page_levels.drain(..), 1, &mut raw);
         }
-        let width = bit_width(self.dictionary.entries.saturating_sub(1));
-        raw.push(width);
-        hybrid_encode(&self.page_keys, width, &mut raw);
-        let (buf, size) = self.compress(raw)?;
-        let page = Page::DataPage {
-            buf,
-            num_values: self.page_rows as u32,
-            encoding: self.data_encoding,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
-        };
-        self.pages.push((CompressedPage::new(page, size), self.page_rows));
+        put_keys(&self.page_keys, self.dictionary.entries, &mut raw);
+        self.pages.add_data_page(raw, self.page_rows, self.page_rows, self.data_encoding)?;
         self.page_keys.clear();
-        self.page_levels.clear();
         self.page_rows = 0;
         Ok(())
     }
 
-    /// The column chunk's bytes (dictionary page first) and what the row group needs to
-    /// splice them in: offsets relative to the bytes' start.
     fn close(mut self) -> Result<(Bytes, ColumnCloseResult)> {
         if self.page_rows > 0 {
             self.finish_page()?;
         }
-        let entries = self.dictionary.entries;
-        let values = std::mem::take(&mut self.dictionary.values);
-        let (buf, size) = self.compress(values)?;
-        let dictionary_page = Page::DictionaryPage { buf, num_values: entries, encoding: self.dictionary_encoding, is_sorted: false };
-        let mut sink = TrackedWrite::new(Vec::new());
-        let mut page_writer = SerializedPageWriter::new(&mut sink);
-        let spec = page_writer.write_page(CompressedPage::new(dictionary_page, size))?;
-        let (mut compressed, mut uncompressed) = (spec.compressed_size as i64, spec.uncompressed_size as i64);
-        let mut offsets = OffsetIndexBuilder::new();
-        let mut data_page_offset = None;
-        let data_pages = self.pages.len() as i32;
-        for (page, rows) in std::mem::take(&mut self.pages) {
-            let spec = page_writer.write_page(page)?;
-            data_page_offset.get_or_insert(spec.offset as i64);
-            compressed += spec.compressed_size as i64;
-            uncompressed += spec.uncompressed_size as i64;
-            offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-            offsets.append_row_count(rows as i64);
+        self.pages.close(Some((&mut self.dictionary, self.dictionary_encoding)), self.data_encoding)
+    }
+}
+
+/// Appends dictionary keys as a data page holds them: their bit width (for a dictionary of
+/// `entries` values), then the keys.
+fn put_keys(keys: &[u32], entries: u32, raw: &mut Vec<u8>) {
+    let width = bit_width(entries.saturating_sub(1));
+    raw.push(width);
+    hybrid_encode(keys, width, raw);
+}
+
+/// A `Map<Utf8, Utf8>` column of one row group (the `args` of events): its key leaf
+/// dictionary-encoded, its value leaf PLAIN, as arrow-rs writes them, without the per-row
+/// level building of a nested arrow-rs column.
+struct TextMapColumn {
+    key: ChunkPages,
+    value: ChunkPages,
+    dictionary_encoding: Encoding,
+    data_encoding: Encoding,
+    page_rows_limit: usize,
+    dictionary: Dictionary,
+    /// Per level of the page: repetition (1 for an entry after its row's first) and the
+    /// value's definition (0 a row without entries, 1 a null value, 2 a value).
+    page_repetition: Vec<u8>,
+    page_definition: Vec<u8>,
+    page_keys: Vec<u32>,
+    /// The page's values, PLAIN-encoded.
+    page_values: Vec<u8>,
+    page_rows: usize,
+}
+
+impl TextMapColumn {
+    /// A writer for a non-null map of strings to nullable strings whose keys the properties
+    /// dictionary-encode and whose values they do not.
+    fn new(data_type: &DataType, key: ColumnDescPtr, value: ColumnDescPtr, props: &WriterProperties) -> Option<TextMapColumn> {
+        let DataType::Map(entries, false) = data_type else { return None };
+        let DataType::Struct(fields) = entries.data_type() else { return None };
+        let strings = fields.len() == 2 && fields.iter().all(|f| *f.data_type() == DataType::Utf8);
+        let levels = (key.max_rep_level(), key.max_def_level(), value.max_rep_level(), value.max_def_level()) == (1, 1, 1, 2);
+        if !(strings && levels && props.dictionary_enabled(key.path()) && !props.dictionary_enabled(value.path())) {
+            return None;
         }
-        page_writer.close()?;
-        let bytes = Bytes::from(sink.into_inner()?);
-        let encodings = [self.dictionary_encoding, Encoding::RLE, self.data_encoding];
-        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
-            .set_compression(self.compression)
-            .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
-            .set_page_encoding_stats(vec![
-                PageEncodingStats { page_type: PageType::DICTIONARY_PAGE, encoding: self.dictionary_encoding, count: 1 },
-                PageEncodingStats { page_type: PageType::DATA_PAGE, encoding: self.data_encoding, count: data_pages },
-            ])
-            .set_total_compressed_size(compressed)
-            .set_total_uncompressed_size(uncompressed)
-            .set_num_values(self.rows as i64)
-            .set_data_page_offset(data_page_offset.unwrap_or(0))
-            .set_dictionary_page_offset(Some(0))
-            .build()?;
-        let close = ColumnCloseResult {
-            bytes_written: compressed as u64,
-            rows_written: self.rows as u64,
-            metadata,
-            bloom_filter: None,
-            column_index: None,
-            offset_index: Some(offsets.build()),
-        };
-        Ok((bytes, close))
+        Some(TextMapColumn {
+            key: ChunkPages::new(key, props)?,
+            value: ChunkPages::new(value, props)?,
+            dictionary_encoding: props.dictionary_page_encoding(),
+            data_encoding: props.dictionary_data_page_encoding(),
+            page_rows_limit: props.data_page_row_count_limit().max(1),
+            dictionary: Dictionary::default(),
+            page_repetition: Vec::new(),
+            page_definition: Vec::new(),
+            page_keys: Vec::new(),
+            page_values: Vec::new(),
+            page_rows: 0,
+        })
+    }
+
+    fn write(&mut self, array: &ArrayRef) -> Result<()> {
+        let map = array.as_map();
+        if map.null_count() > 0 {
+            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.key.descr.path())));
+        }
+        let keys = map.keys().as_string::<i32>();
+        let values = map.values().as_string::<i32>();
+        let offsets = map.value_offsets();
+        for row in 0..map.len() {
+            let (first, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            if first == end {
+                self.page_repetition.push(0);
+                self.page_definition.push(0);
+            }
+            for entry in first..end {
+                self.page_repetition.push((entry > first) as u8);
+                self.page_keys.push(self.dictionary.key_of(keys.value(entry)));
+                if values.is_valid(entry) {
+                    self.page_definition.push(2);
+                    let value = values.value(entry);
+                    self.page_values.extend_from_slice(&(value.len() as u32).to_le_bytes());
+                    self.page_values.extend_from_slice(value.as_bytes());
+                } else {
+                    self.page_definition.push(1);
+                }
+            }
+            self.page_rows += 1;
+            if self.page_rows == self.page_rows_limit {
+                self.finish_page()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_page(&mut self) -> Result<()> {
+        let levels = self.page_repetition.len();
+        let mut key_raw = Vec::with_capacity(levels / 2 + self.page_keys.len() + 16);
+        put_levels(self.page_repetition.iter().copied(), 1, &mut key_raw);
+        put_levels(self.page_definition.iter().map(|&d| d.min(1)), 1, &mut key_raw);
+        put_keys(&self.page_keys, self.dictionary.entries, &mut key_raw);
+        self.key.add_data_page(key_raw, levels, self.page_rows, self.data_encoding)?;
+        let mut value_raw = Vec::with_capacity(levels / 2 + self.page_values.len() + 16);
+        put_levels(self.page_repetition.drain(..), 1, &mut value_raw);
+        put_levels(self.page_definition.drain(..), 2, &mut value_raw);
+        value_raw.append(&mut self.page_values);
+        self.value.add_data_page(value_raw, levels, self.page_rows, Encoding::PLAIN)?;
+        self.page_keys.clear();
+        self.page_rows = 0;
+        Ok(())
+    }
+
+    /// The key and value chunks, in leaf order.
+    fn close(mut self) -> Result<[(Bytes, ColumnCloseResult); 2]> {
+        if self.page_rows > 0 {
+            self.finish_page()?;
+        }
+        let key = self.key.close(Some((&mut self.dictionary, self.dictionary_encoding)), self.data_encoding)?;
+        let value = self.value.close(None, Encoding::PLAIN)?;
+        Ok([key, value])
     }
 }
 
@@ -425,7 +577,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::Int64Array;
+    use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{Field, Schema};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -433,26 +585,40 @@ mod tests {
         Arc::new(values.iter().copied().collect::<DictionaryArray<Int32Type>>())
     }
 
-    /// Name columns with runs, alternations, nulls and many distinct values, over several
-    /// batches, pages and row groups, read back by arrow-rs's reader.
+    /// Name columns with runs, alternations, nulls and many distinct values, and a map with
+    /// rows of no, one and several entries (null values among them), over several batches,
+    /// pages and row groups, read back by arrow-rs's reader.
     #[test]
-    fn name_columns_read_back_as_written() {
+    fn columns_encoded_here_read_back_as_written() {
         let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
-        let schema =
-            Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("host", dict.clone(), false), Field::new("name", dict, true)]));
+        let text_map = |offsets: Vec<i32>, keys: Vec<&str>, values: Vec<Option<&str>>| {
+            crate::tables::columns::text_map(offsets, Arc::new(StringArray::from(keys)), Arc::new(StringArray::from(values)))
+        };
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("host", dict.clone(), false),
+            Field::new("name", dict, true),
+            Field::new("args", text_map(vec![0], vec![], vec![]).data_type().clone(), false),
+        ]));
+        let descriptors = ArrowSchemaConverter::new().convert(&schema).unwrap();
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(Default::default()))
             .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+            .set_dictionary_enabled(false)
+            .set_column_dictionary_enabled("host".into(), true)
+            .set_column_dictionary_enabled("name".into(), true)
+            .set_column_dictionary_enabled(descriptors.column(3).path().clone(), true)
             .set_data_page_row_count_limit(1000)
             .set_max_row_group_row_count(Some(2500))
             .build();
-        let descriptors = ArrowSchemaConverter::new().convert(&schema).unwrap();
         for (field, leaf) in [(1, 1), (2, 2)] {
             assert!(NameColumn::new(schema.field(field).data_type(), descriptors.column(leaf), &props).is_some(), "the name columns are encoded here");
         }
+        assert!(TextMapColumn::new(schema.field(3).data_type(), descriptors.column(3), descriptors.column(4), &props).is_some(), "the map is encoded here");
         let path = std::env::temp_dir().join(format!("profq-part-file-test-{}.parquet", std::process::id()));
-        let mut file = PartFile::create(File::create(&path).unwrap(), schema.clone(), props.clone()).unwrap();
-        let mut expected: Vec<(i64, String, Option<String>)> = Vec::new();
+        let mut file = PartFile::create(File::create(&path).unwrap(), schema.clone(), props).unwrap();
+        type Args = Vec<(String, Option<String>)>;
+        let mut expected: Vec<(i64, String, Option<String>, Args)> = Vec::new();
         for batch in 0..7 {
             let rows = 900 + batch * 37;
             let hosts: Vec<String> = (0..rows).map(|r| format!("host-{}", (r / 100) % 3)).collect();
@@ -464,13 +630,25 @@ mod tests {
                     k => Some(format!("name-{}", (k * r) % 300)),
                 })
                 .collect();
+            let args_owned: Vec<Args> =
+                (0..rows).map(|r| (0..(r * 7 + batch) % 4).map(|j| (format!("k{}", (r + j) % 5), (j != 2).then(|| format!("v{r}.{j}")))).collect()).collect();
             let ids: Vec<i64> = (0..rows).map(|r| (expected.len() + r) as i64).collect();
             for r in 0..rows {
-                expected.push((ids[r], hosts[r].clone(), names_owned[r].clone()));
+                expected.push((ids[r], hosts[r].clone(), names_owned[r].clone(), args_owned[r].clone()));
+            }
+            let mut offsets = vec![0i32];
+            let (mut keys, mut values) = (Vec::new(), Vec::new());
+            for row in &args_owned {
+                for (k, v) in row {
+                    keys.push(k.as_str());
+                    values.push(v.as_deref());
+                }
+                offsets.push(keys.len() as i32);
             }
             let host_col = names(&hosts.iter().map(|h| Some(h.as_str())).collect::<Vec<_>>());
             let name_col = names(&names_owned.iter().map(|n| n.as_deref()).collect::<Vec<_>>());
-            let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(ids)), host_col, name_col]).unwrap();
+            let args_col = text_map(offsets, keys, values);
+            let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(ids)), host_col, name_col, args_col]).unwrap();
             file.write(&batch).unwrap();
         }
         file.finish().unwrap();
@@ -484,8 +662,12 @@ mod tests {
                 let d: &DictionaryArray<Int32Type> = batch.column(c).as_dictionary();
                 d.is_valid(r).then(|| d.values().as_string::<i32>().value(d.keys().value(r) as usize).to_string())
             };
+            let args = batch.column(3).as_map();
             for r in 0..batch.num_rows() {
-                got.push((ids.value(r), text(1, r).unwrap(), text(2, r)));
+                let entries = args.value(r);
+                let (keys, values) = (entries.column(0).as_string::<i32>(), entries.column(1).as_string::<i32>());
+                let row_args = (0..entries.len()).map(|j| (keys.value(j).to_string(), values.is_valid(j).then(|| values.value(j).to_string()))).collect();
+                got.push((ids.value(r), text(1, r).unwrap(), text(2, r), row_args));
             }
         }
         std::fs::remove_file(&path).ok();
