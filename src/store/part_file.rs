@@ -2,16 +2,21 @@
 //!
 //! Why not arrow-rs's `ArrowWriter` alone: it dictionary-encodes a string column by hashing
 //! every row's value into its dictionary, even when the column arrives as a dictionary
-//! array whose few distinct values are already known. The `events` table has eleven name
-//! columns over a million rows, and that hashing was about a third of the Parquet writer's
-//! CPU in an ingest. Here a top-level `Dictionary(Int32, Utf8)` column (every name column of
-//! the schema) is encoded from each batch's own dictionary: a distinct value is looked up
-//! once per batch, a row costs one table lookup. Its pages are what arrow-rs writes for such
-//! a column (one PLAIN dictionary page, then data pages of RLE / bit-packed keys, each
-//! compressed as the table's properties say), with an offset index; the column keeps no
-//! statistics, as the table's properties ask of name columns. Every other column goes
-//! through arrow-rs's column writers, and the file carries the Arrow schema as
-//! `ArrowWriter` writes it, so readers see the same file either way.
+//! array whose few distinct values are already known, and it builds a nested column's
+//! levels generically, row by row. The `events` table has eleven name columns and an `args`
+//! map over a million rows, and those were about a third of an ingest's CPU. Here two kinds
+//! of column are encoded directly:
+//! - a top-level `Dictionary(Int32, Utf8)` column (every name column of the schema), from
+//!   each batch's own dictionary: a distinct value is looked up once per batch, a row costs
+//!   one table lookup;
+//! - a non-null `Map<Utf8, Utf8>` (`args`): keys dictionary-encoded, values PLAIN, levels
+//!   written straight from the map's offsets.
+//!
+//! Their pages are what arrow-rs writes for such columns (a PLAIN dictionary page, data
+//! pages v1 of RLE / bit-packed levels and keys, compressed as the table's properties say),
+//! with an offset index and no statistics (the properties ask none of these columns). Every
+//! other column goes through arrow-rs's column writers, and the file carries the Arrow
+//! schema as `ArrowWriter` writes it, so readers see the same file either way.
 
 use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray};
 use arrow::datatypes::{DataType, Int32Type, SchemaRef};
@@ -185,6 +190,9 @@ impl ChunkPages {
 
     fn compress(&mut self, raw: Vec<u8>) -> Result<(Bytes, usize)> {
         let size = raw.len();
+        if size > i32::MAX as usize {
+            return Err(ParquetError::General(format!("column {}: a page of {size} bytes is over Parquet's 2 GiB", self.descr.path())));
+        }
         match &mut self.compressor {
             None => Ok((Bytes::from(raw), size)),
             Some(c) => Ok((Bytes::from(c.compress(&raw)?), size)),
@@ -391,6 +399,8 @@ struct TextMapColumn {
     dictionary_encoding: Encoding,
     data_encoding: Encoding,
     page_rows_limit: usize,
+    /// A page ends early once its values reach this many bytes (args can be long).
+    page_bytes_limit: usize,
     dictionary: Dictionary,
     /// Per level of the page: repetition (1 for an entry after its row's first) and the
     /// value's definition (0 a row without entries, 1 a null value, 2 a value).
@@ -419,6 +429,7 @@ impl TextMapColumn {
             dictionary_encoding: props.dictionary_page_encoding(),
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
+            page_bytes_limit: props.data_page_size_limit().max(1),
             dictionary: Dictionary::default(),
             page_repetition: Vec::new(),
             page_definition: Vec::new(),
@@ -455,7 +466,7 @@ impl TextMapColumn {
                 }
             }
             self.page_rows += 1;
-            if self.page_rows == self.page_rows_limit {
+            if self.page_rows == self.page_rows_limit || self.page_values.len() >= self.page_bytes_limit {
                 self.finish_page()?;
             }
         }
@@ -587,7 +598,8 @@ mod tests {
 
     /// Name columns with runs, alternations, nulls and many distinct values, and a map with
     /// rows of no, one and several entries (null values among them), over several batches,
-    /// pages and row groups, read back by arrow-rs's reader.
+    /// pages (ended by rows, and by bytes for the map) and row groups, read back by
+    /// arrow-rs's reader.
     #[test]
     fn columns_encoded_here_read_back_as_written() {
         let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
@@ -609,6 +621,7 @@ mod tests {
             .set_column_dictionary_enabled("name".into(), true)
             .set_column_dictionary_enabled(descriptors.column(3).path().clone(), true)
             .set_data_page_row_count_limit(1000)
+            .set_data_page_size_limit(4096)
             .set_max_row_group_row_count(Some(2500))
             .build();
         for (field, leaf) in [(1, 1), (2, 2)] {
