@@ -195,7 +195,13 @@ impl ChunkPages {
         }
         match &mut self.compressor {
             None => Ok((Bytes::from(raw), size)),
-            Some(c) => Ok((Bytes::from(c.compress(&raw)?), size)),
+            Some(c) => {
+                // The compressor's buffer has room for the page uncompressed: the row group's
+                // pages are held until it is written, so only their bytes are kept.
+                let mut compressed = c.compress(&raw)?;
+                compressed.shrink_to_fit();
+                Ok((Bytes::from(compressed), size))
+            }
         }
     }
 
