@@ -18,6 +18,7 @@
 //! other column goes through arrow-rs's column writers, and the file carries the Arrow
 //! schema as `ArrowWriter` writes it, so readers see the same file either way.
 
+use crate::model::StringPool;
 use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray};
 use arrow::datatypes::{DataType, Int32Type, SchemaRef};
 use arrow::record_batch::RecordBatch;
@@ -32,7 +33,6 @@ use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncod
 use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
-use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::sync::Arc;
 
@@ -43,8 +43,8 @@ pub struct PartFile {
     schema: SchemaRef,
     props: WriterPropertiesPtr,
     factory: ArrowRowGroupWriterFactory,
-    /// The top-level field of each leaf column, in leaf order.
-    leaf_fields: Vec<usize>,
+    /// Each top-level field's leaf columns.
+    field_leaves: Vec<std::ops::Range<usize>>,
     group: Option<RowGroup>,
     groups_written: usize,
 }
@@ -70,9 +70,17 @@ impl PartFile {
         add_encoded_arrow_schema_to_metadata(&schema, &mut props);
         let props = Arc::new(props);
         let file = SerializedFileWriter::new(file, parquet_schema.root_schema_ptr(), props.clone())?;
-        let leaf_fields = (0..parquet_schema.num_columns()).map(|leaf| parquet_schema.get_column_root_idx(leaf)).collect();
+        let mut field_leaves = vec![0..0; schema.fields().len()];
+        for leaf in 0..parquet_schema.num_columns() {
+            let leaves = &mut field_leaves[parquet_schema.get_column_root_idx(leaf)];
+            // A field's leaves are consecutive.
+            if leaves.start == leaves.end {
+                leaves.start = leaf;
+            }
+            leaves.end = leaf + 1;
+        }
         let factory = ArrowRowGroupWriterFactory::new(&file, schema.clone());
-        Ok(PartFile { file, schema, props, factory, leaf_fields, group: None, groups_written: 0 })
+        Ok(PartFile { file, schema, props, factory, field_leaves, group: None, groups_written: 0 })
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -115,12 +123,11 @@ impl PartFile {
         let mut leaves = self.factory.create_column_writers(self.groups_written)?.into_iter();
         let descriptors = self.file.schema_descr();
         let mut columns = Vec::with_capacity(self.schema.fields().len());
-        for (index, field) in self.schema.fields().iter().enumerate() {
-            let first_leaf = self.leaf_fields.iter().position(|&f| f == index).expect("every field has a leaf");
-            let count = self.leaf_fields.iter().filter(|&&f| f == index).count();
-            let writers: Vec<ArrowColumnWriter> = leaves.by_ref().take(count).collect();
+        for (field, field_leaves) in self.schema.fields().iter().zip(&self.field_leaves) {
+            let writers: Vec<ArrowColumnWriter> = leaves.by_ref().take(field_leaves.len()).collect();
+            let first_leaf = field_leaves.start;
             let descr = descriptors.column(first_leaf);
-            let writer = match count {
+            let writer = match field_leaves.len() {
                 1 => NameColumn::new(field.data_type(), descr, &self.props).map(|names| FieldWriter::Names(Box::new(names))),
                 2 => {
                     TextMapColumn::new(field.data_type(), descr, descriptors.column(first_leaf + 1), &self.props).map(|map| FieldWriter::TextMap(Box::new(map)))
@@ -217,7 +224,7 @@ impl ChunkPages {
 
     /// The chunk's bytes (the dictionary page, if any, first) and what the row group needs
     /// to splice them in, with offsets relative to the bytes' start.
-    fn close(mut self, dictionary: Option<(&mut Dictionary, Encoding)>, data_encoding: Encoding) -> Result<(Bytes, ColumnCloseResult)> {
+    fn close(mut self, dictionary: Option<(&StringPool, Encoding)>, data_encoding: Encoding) -> Result<(Bytes, ColumnCloseResult)> {
         let mut sink = TrackedWrite::new(Vec::new());
         let mut page_writer = SerializedPageWriter::new(&mut sink);
         let (mut compressed, mut uncompressed) = (0i64, 0i64);
@@ -225,8 +232,8 @@ impl ChunkPages {
         let mut encoding_stats = Vec::new();
         let mut dictionary_page_offset = None;
         if let Some((dictionary, encoding)) = dictionary {
-            let (buf, size) = self.compress(std::mem::take(&mut dictionary.values))?;
-            let page = Page::DictionaryPage { buf, num_values: dictionary.entries, encoding, is_sorted: false };
+            let (buf, size) = self.compress(plain_values(dictionary))?;
+            let page = Page::DictionaryPage { buf, num_values: dictionary.len() as u32, encoding, is_sorted: false };
             let spec = page_writer.write_page(CompressedPage::new(page, size))?;
             compressed += spec.compressed_size as i64;
             uncompressed += spec.uncompressed_size as i64;
@@ -287,7 +294,8 @@ struct NameColumn {
     dictionary_encoding: Encoding,
     data_encoding: Encoding,
     page_rows_limit: usize,
-    dictionary: Dictionary,
+    /// The chunk's dictionary: a value's id is its key.
+    dictionary: StringPool,
     /// The batch's dictionary keys remapped to this column's (u32::MAX: not seen yet).
     remap: Vec<u32>,
     page_keys: Vec<u32>,
@@ -310,7 +318,7 @@ impl NameColumn {
             dictionary_encoding: props.dictionary_page_encoding(),
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
-            dictionary: Dictionary::default(),
+            dictionary: StringPool::default(),
             remap: Vec::new(),
             page_keys: Vec::new(),
             page_levels: Vec::new(),
@@ -335,7 +343,7 @@ impl NameColumn {
             let (remap, dictionary) = (&mut self.remap, &mut self.dictionary);
             let mut key_of = |key: usize| match remap[key] {
                 u32::MAX => {
-                    let k = dictionary.key_of(values.value(key));
+                    let k = dictionary.intern(values.value(key));
                     remap[key] = k;
                     k
                 }
@@ -373,7 +381,7 @@ impl NameColumn {
         if self.pages.descr.max_def_level() > 0 {
             put_levels(self.page_levels.drain(..), 1, &mut raw);
         }
-        put_keys(&self.page_keys, self.dictionary.entries, &mut raw);
+        put_keys(&self.page_keys, self.dictionary.len() as u32, &mut raw);
         self.pages.add_data_page(raw, self.page_rows, self.page_rows, self.data_encoding)?;
         self.page_keys.clear();
         self.page_rows = 0;
@@ -384,7 +392,7 @@ impl NameColumn {
         if self.page_rows > 0 {
             self.finish_page()?;
         }
-        self.pages.close(Some((&mut self.dictionary, self.dictionary_encoding)), self.data_encoding)
+        self.pages.close(Some((&self.dictionary, self.dictionary_encoding)), self.data_encoding)
     }
 }
 
@@ -407,7 +415,8 @@ struct TextMapColumn {
     page_rows_limit: usize,
     /// A page ends early once its values reach this many bytes (args can be long).
     page_bytes_limit: usize,
-    dictionary: Dictionary,
+    /// The chunk's dictionary: a value's id is its key.
+    dictionary: StringPool,
     /// Per level of the page: repetition (1 for an entry after its row's first) and the
     /// value's definition (0 a row without entries, 1 a null value, 2 a value).
     page_repetition: Vec<u8>,
@@ -436,7 +445,7 @@ impl TextMapColumn {
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
             page_bytes_limit: props.data_page_size_limit().max(1),
-            dictionary: Dictionary::default(),
+            dictionary: StringPool::default(),
             page_repetition: Vec::new(),
             page_definition: Vec::new(),
             page_keys: Vec::new(),
@@ -461,7 +470,7 @@ impl TextMapColumn {
             }
             for entry in first..end {
                 self.page_repetition.push((entry > first) as u8);
-                self.page_keys.push(self.dictionary.key_of(keys.value(entry)));
+                self.page_keys.push(self.dictionary.intern(keys.value(entry)));
                 if values.is_valid(entry) {
                     self.page_definition.push(2);
                     let value = values.value(entry);
@@ -484,7 +493,7 @@ impl TextMapColumn {
         let mut key_raw = Vec::with_capacity(levels / 2 + self.page_keys.len() + 16);
         put_levels(self.page_repetition.iter().copied(), 1, &mut key_raw);
         put_levels(self.page_definition.iter().map(|&d| d.min(1)), 1, &mut key_raw);
-        put_keys(&self.page_keys, self.dictionary.entries, &mut key_raw);
+        put_keys(&self.page_keys, self.dictionary.len() as u32, &mut key_raw);
         self.key.add_data_page(key_raw, levels, self.page_rows, self.data_encoding)?;
         let mut value_raw = Vec::with_capacity(levels / 2 + self.page_values.len() + 16);
         put_levels(self.page_repetition.drain(..), 1, &mut value_raw);
@@ -501,33 +510,21 @@ impl TextMapColumn {
         if self.page_rows > 0 {
             self.finish_page()?;
         }
-        let key = self.key.close(Some((&mut self.dictionary, self.dictionary_encoding)), self.data_encoding)?;
+        let key = self.key.close(Some((&self.dictionary, self.dictionary_encoding)), self.data_encoding)?;
         let value = self.value.close(None, Encoding::PLAIN)?;
         Ok([key, value])
     }
 }
 
-/// A column chunk's dictionary: its distinct values in key order.
-#[derive(Default)]
-struct Dictionary {
-    keys_by_value: FxHashMap<Box<str>, u32>,
-    /// The dictionary page's values, PLAIN-encoded (u32 length, bytes).
-    values: Vec<u8>,
-    entries: u32,
-}
-
-impl Dictionary {
-    fn key_of(&mut self, value: &str) -> u32 {
-        if let Some(&k) = self.keys_by_value.get(value) {
-            return k;
-        }
-        let k = self.entries;
-        self.entries += 1;
-        self.values.extend_from_slice(&(value.len() as u32).to_le_bytes());
-        self.values.extend_from_slice(value.as_bytes());
-        self.keys_by_value.insert(value.into(), k);
-        k
+/// A dictionary page's values, PLAIN-encoded (u32 length, bytes), in key order.
+fn plain_values(dictionary: &StringPool) -> Vec<u8> {
+    let values = (0..dictionary.len() as u32).filter_map(|k| dictionary.get(k));
+    let mut page = Vec::with_capacity(values.clone().map(|v| v.len() + 4).sum());
+    for v in values {
+        page.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        page.extend_from_slice(v.as_bytes());
     }
+    page
 }
 
 /// Bits needed for `max` (at least 1).
