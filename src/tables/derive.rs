@@ -358,6 +358,11 @@ fn parse_module_event(name: &str) -> (&str, Option<i64>) {
 fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     // Stable sort: the intervals come as a few sorted runs (one per line), which it merges.
     iv.sort();
+    union_of_sorted(iv)
+}
+
+/// [`union`] of intervals already sorted.
+fn union_of_sorted(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     // Merged in place: the kept intervals never overtake the one being read.
     let mut kept = 0;
     for r in 0..iv.len() {
@@ -808,7 +813,9 @@ impl Deriver {
         // Per device: its ops' intervals, its compute ops' intervals and its ops' starts; a
         // host's activity is its devices' together (a union of their unions, a sum of their
         // counts: every op has one device). Ops come a line at a time, so the last device's
-        // slot is usually the one wanted.
+        // slot is usually the one wanted. The starts are read off the sorted intervals, and a
+        // device without collectives has its compute intervals only in a count until then:
+        // they are all its intervals.
         type Activity = (Vec<(i64, i64)>, Vec<(i64, i64)>, Vec<i64>);
         let mut devices: Vec<((u32, u32), Activity)> = Vec::new();
         let mut last = usize::MAX;
@@ -821,31 +828,37 @@ impl Deriver {
             }
             last
         };
-        // Counted first, so that each device's vectors are allocated once at their size.
-        let mut counts: Vec<usize> = Vec::new();
+        // Counted first (ops, and collectives among them), so that each device's vectors are
+        // allocated once at their size.
+        let mut counts: Vec<(usize, usize)> = Vec::new();
         for op in ops.iter().filter(|o| !o.async_span) {
             let k = slot_of(&mut devices, (op.host, op.device));
             if k == counts.len() {
-                counts.push(0);
+                counts.push((0, 0));
             }
-            counts[k] += 1;
+            counts[k].0 += 1;
+            counts[k].1 += usize::from(op.collective_kind.is_some());
         }
-        for ((_, (all, compute, starts)), &n) in devices.iter_mut().zip(&counts) {
-            (*all, *compute, *starts) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for ((_, (all, compute, _)), &(n, collectives)) in devices.iter_mut().zip(&counts) {
+            *all = Vec::with_capacity(n);
+            if collectives > 0 {
+                *compute = Vec::with_capacity(n - collectives);
+            }
         }
         for op in ops.iter().filter(|o| !o.async_span) {
             let k = slot_of(&mut devices, (op.host, op.device));
-            let (all, compute, starts) = &mut devices[k].1;
+            let (all, compute, _) = &mut devices[k].1;
             all.push((op.start_ns, op.end_ns()));
-            starts.push(op.start_ns);
-            if op.collective_kind.is_none() {
+            if op.collective_kind.is_none() && counts[k].1 > 0 {
                 compute.push((op.start_ns, op.end_ns()));
             }
         }
-        for (_, (all, compute, starts)) in devices.iter_mut() {
-            (*all, *compute) = (union(std::mem::take(all)), union(std::mem::take(compute)));
-            // Stable: merges the sorted runs (one per line) the starts come in.
-            starts.sort();
+        for ((_, (all, compute, starts)), &(_, collectives)) in devices.iter_mut().zip(&counts) {
+            // Stable: merges the sorted runs (one per line) the intervals come in.
+            all.sort();
+            *starts = all.iter().map(|iv| iv.0).collect();
+            *all = union_of_sorted(std::mem::take(all));
+            *compute = if collectives > 0 { union(std::mem::take(compute)) } else { all.clone() };
         }
         let count = |v: &[i64], s: i64, e: i64| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64;
         let by_device: FxHashMap<(u32, u32), &Activity> = devices.iter().map(|(key, activity)| (*key, activity)).collect();
