@@ -129,12 +129,40 @@ struct PlaneCtx {
     events: IdMap<EventMeta>,
 }
 
+/// A line whose events are to be decoded: its bytes (at file offset `base`), how many events
+/// they hold, and where every [`EVENTS_PER_MARK`]-th event's field starts, so that a worker can
+/// start reading at any multiple of it. No per-event index: a million events' slices would
+/// be 16 MB written, faulted in and read back only to find each event once more.
 struct LineJob<'a> {
     line_index: u32,
     timestamp_ns: i64,
-    events: Vec<&'a [u8]>,
-    plane: usize,
+    bytes: &'a [u8],
     base: usize,
+    events: usize,
+    marks: Vec<usize>,
+    plane: usize,
+}
+
+/// Events between two marks of a [`LineJob`]; units of work start at multiples of it.
+const EVENTS_PER_MARK: usize = 1024;
+
+impl LineJob<'_> {
+    /// Where in `bytes` the field of event `k` starts (`k` a multiple of [`EVENTS_PER_MARK`]),
+    /// or the end of the line for `k == events`.
+    fn mark(&self, k: usize) -> usize {
+        if k == self.events {
+            self.bytes.len()
+        } else {
+            self.marks[k / EVENTS_PER_MARK]
+        }
+    }
+}
+
+/// A scanned line's events: how many, and where every [`EVENTS_PER_MARK`]-th one's field starts.
+#[derive(Default)]
+struct LineEvents {
+    count: usize,
+    marks: Vec<usize>,
 }
 
 /// Errors carry the file offset where decoding failed.
@@ -275,17 +303,20 @@ impl<'a> LineHeader<'a> {
     }
 }
 
-/// Reads an XLine in one walk: its header, and each event's bytes handed to `on_event`.
-fn read_line<'a>(bytes: &'a [u8], off: usize, mut on_event: impl FnMut(&'a [u8])) -> Result<LineHeader<'a>> {
+/// Reads an XLine in one walk: its header, and where each event's field starts in `bytes`,
+/// handed to `on_event`.
+fn read_line<'a>(bytes: &'a [u8], off: usize, mut on_event: impl FnMut(usize)) -> Result<LineHeader<'a>> {
     let mut h = LineHeader::default();
     let mut lf = Fields::with_base(bytes, off);
-    while let Some((field, value, _)) = lf.next_field()? {
+    loop {
+        let field_start = lf.offset() - off;
+        let Some((field, value, _)) = lf.next_field()? else { break };
         match field {
             1 => h.id = value.as_i64(),
             2 => h.name = value.as_bytes(),
             11 => h.display_name = value.as_bytes(),
             3 => h.timestamp_ns = value.as_i64(),
-            4 => on_event(value.as_bytes()),
+            4 => on_event(field_start),
             _ => {}
         }
     }
@@ -294,17 +325,21 @@ fn read_line<'a>(bytes: &'a [u8], off: usize, mut on_event: impl FnMut(&'a [u8])
 
 /// A line to scan: its plane's index, its plane context's, its bytes and their file offset.
 type PendingLine<'a> = (u32, usize, &'a [u8], usize);
-/// A scanned line: its header and each event's bytes.
-type ScannedLine<'a> = Result<(LineHeader<'a>, Vec<&'a [u8]>)>;
+/// A scanned line: its header and its events' count and marks.
+type ScannedLine<'a> = Result<(LineHeader<'a>, LineEvents)>;
 
-/// Each line's header and its events' bytes, scanned on all workers (lines dealt largest
+/// Each line's header and its events (count and marks), scanned on all workers (lines dealt largest
 /// first to the least loaded); results in the order of `lines`.
 fn scan_lines<'a>(lines: &[PendingLine<'a>]) -> Vec<ScannedLine<'a>> {
     let scan = |bytes: &'a [u8], off: usize| {
-        // Room for events of 16 bytes or more: pages of the list that are never written are
-        // never faulted in, and the list is not copied while it grows (events are rarely smaller).
-        let mut evs = Vec::with_capacity(bytes.len() / 16 + 1);
-        read_line(bytes, off, |event| evs.push(event)).map(|header| (header, evs))
+        let mut events = LineEvents::default();
+        let header = read_line(bytes, off, |field_start| {
+            if events.count % EVENTS_PER_MARK == 0 {
+                events.marks.push(field_start);
+            }
+            events.count += 1;
+        });
+        header.map(|header| (header, events))
     };
     let workers = worker_count().min(lines.len());
     let total: usize = lines.iter().map(|l| l.2.len()).sum();
@@ -471,15 +506,15 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     // The lines are split into events on every worker (a CPU line can hold most of a file's
     // events), then registered in file order.
     let scanned = scan_lines(&pending_lines);
-    for ((plane_index, ctx, _, off), scan) in pending_lines.iter().zip(scanned) {
-        let (header, evs) = scan?;
+    for ((plane_index, ctx, bytes, off), scan) in pending_lines.iter().zip(scanned) {
+        let (header, events) = scan?;
         let chosen = header.display();
         let line_name = if chosen.is_empty() { format!("xline:{}", capture.lines.len()) } else { String::from_utf8_lossy(chosen).into_owned() };
-        capture.meta.num_events_total += evs.len() as i64;
+        capture.meta.num_events_total += events.count as i64;
         let line_index = capture.lines.len() as u32;
         capture.lines.push(Line { plane: *plane_index, line_id: header.id, name: capture.strings.intern(&line_name) });
-        if !evs.is_empty() {
-            jobs.push(LineJob { line_index, timestamp_ns: header.timestamp_ns, events: evs, plane: *ctx, base: *off });
+        if events.count > 0 {
+            jobs.push(LineJob { line_index, timestamp_ns: header.timestamp_ns, bytes, base: *off, events: events.count, marks: events.marks, plane: *ctx });
         }
     }
 
@@ -562,18 +597,17 @@ struct Unit {
     bytes: usize,
 }
 
-/// Cuts every line into units of at most ~1/(4 × workers) of all events, so that no worker
-/// waits on one long line.
+/// Cuts every line into units of at most ~1/(4 × workers) of all events (a multiple of
+/// [`EVENTS_PER_MARK`]), so that no worker waits on one long line.
 fn plan_units(jobs: &[LineJob], workers: usize) -> Vec<Unit> {
-    let total: usize = jobs.iter().map(|j| j.events.len()).sum();
-    let max_events = (total / (workers * 4).max(1)).max(4096);
+    let total: usize = jobs.iter().map(|j| j.events).sum();
+    let max_events = (total / (workers * 4).max(1)).max(4096).next_multiple_of(EVENTS_PER_MARK);
     let mut units = Vec::new();
     for (job_index, job) in jobs.iter().enumerate() {
         let mut start = 0;
-        while start < job.events.len() {
-            let end = (start + max_events).min(job.events.len());
-            let bytes = job.events[start..end].iter().map(|e| e.len() + 2).sum();
-            units.push(Unit { job: job_index, events: start..end, bytes });
+        while start < job.events {
+            let end = (start + max_events).min(job.events);
+            units.push(Unit { job: job_index, events: start..end, bytes: job.mark(end) - job.mark(start) });
             start = end;
         }
     }
@@ -927,6 +961,18 @@ fn ps_to_ns(ps: i128) -> i64 {
 /// Decodes events `range` of one line (no sorting or nesting yet).
 fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], pool: &StringPool) -> Result<EventChunk> {
     let mut chunk = EventChunk::with_capacity(range.len());
+    // The line's fields from the unit's first event on (its other fields are passed over).
+    let first = job.mark(range.start);
+    let mut fields = Fields::with_base(&job.bytes[first..], job.base + first);
+    let mut next_event = || -> Result<(&[u8], usize)> {
+        loop {
+            match fields.next_field()? {
+                Some((4, value, off)) => return Ok((value.as_bytes(), off)),
+                Some(_) => {}
+                None => return Err(WireError { offset: fields.offset(), what: "line ends before the events its scan counted" }),
+            }
+        }
+    };
     let mut scratch = String::new();
     let mut seen: Vec<u32> = Vec::new();
     {
@@ -934,9 +980,10 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
         // Filled anew by every event (only its first `nstats` entries are read).
         let mut stat_slices: [(&[u8], usize); 16] = [(&[], 0); 16];
         let mut extra_stats: Vec<(&[u8], usize)> = Vec::new();
-        for ev in &job.events[range] {
+        for _ in range {
+            let (ev, ev_offset) = next_event()?;
             extra_stats.clear();
-            let (EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats) = read_event(ev, job.base, &mut stat_slices, &mut extra_stats)?;
+            let (EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats) = read_event(ev, ev_offset, &mut stat_slices, &mut extra_stats)?;
             if aggregated {
                 continue;
             }
