@@ -152,12 +152,12 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
         for instr in &comp.instructions {
             shape_text.clear();
             let shape_bytes = instr.shape.as_ref().and_then(|s| render_shape(s, &mut shape_text));
-            let meta = instr.metadata.clone().unwrap_or_default();
+            let meta = instr.metadata.as_ref();
             let info = HloInstr {
                 opcode: pool.intern(&instr.opcode),
-                op_name: if meta.op_name.is_empty() { crate::model::NO_STR } else { pool.intern(&meta.op_name) },
-                source_file: if meta.source_file.is_empty() { crate::model::NO_STR } else { pool.intern(&meta.source_file) },
-                source_line: meta.source_line,
+                op_name: meta.filter(|m| !m.op_name.is_empty()).map_or(crate::model::NO_STR, |m| pool.intern(&m.op_name)),
+                source_file: meta.filter(|m| !m.source_file.is_empty()).map_or(crate::model::NO_STR, |m| pool.intern(&m.source_file)),
+                source_line: meta.map_or(0, |m| m.source_line),
                 shape: if shape_text.is_empty() { crate::model::NO_STR } else { pool.intern(&shape_text) },
                 shape_bytes: shape_bytes.map(|b| b as i64),
             };
