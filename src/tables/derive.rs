@@ -575,17 +575,15 @@ pub struct PartDerived {
     pub chunk_base: Vec<i64>,
 }
 
+/// The tables made of a part's ops ([`crate::tables::part_tables`]), in the order both that
+/// and [`PartDerived::table_rows`] give them.
+pub const PART_TABLES: [&str; 6] = ["ops", "collectives", "gaps", "event_totals", "op_totals", "gap_totals"];
+
 impl PartDerived {
-    /// The rows each of the part's tables ([`crate::tables::part_tables`]) gets.
+    /// The rows each of the part's tables ([`PART_TABLES`]) gets.
     pub fn table_rows(&self) -> [(&'static str, usize); 6] {
-        [
-            ("ops", self.ops.len()),
-            ("collectives", self.collectives.len()),
-            ("gaps", self.gaps.len()),
-            ("event_totals", self.event_totals.len()),
-            ("op_totals", self.op_totals.len()),
-            ("gap_totals", self.gap_totals.len()),
-        ]
+        let rows = [self.ops.len(), self.collectives.len(), self.gaps.len(), self.event_totals.len(), self.op_totals.len(), self.gap_totals.len()];
+        std::array::from_fn(|k| (PART_TABLES[k], rows[k]))
     }
 }
 

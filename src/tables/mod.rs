@@ -111,14 +111,8 @@ pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunT
         (ops.join().expect("ops table builder panicked"), others)
     });
     let [collectives, gaps, event_totals, op_totals, gap_totals] = others?;
-    Ok(RunTables::new(vec![
-        ("ops", vec![ops?]),
-        ("collectives", vec![collectives]),
-        ("gaps", vec![gaps]),
-        ("event_totals", vec![event_totals]),
-        ("op_totals", vec![op_totals]),
-        ("gap_totals", vec![gap_totals]),
-    ]))
+    let batches = [ops?, collectives, gaps, event_totals, op_totals, gap_totals];
+    Ok(RunTables::new(derive::PART_TABLES.into_iter().zip(batches).map(|(name, batch)| (name, vec![batch])).collect()))
 }
 
 /// The tables only the whole run knows: `runs`, `regions`, `steps`.
