@@ -6,6 +6,7 @@
 
 use crate::model::{HloIndex, HloInstr, StringPool};
 use prost::Message;
+use std::fmt::Write;
 
 #[derive(Clone, PartialEq, Message)]
 pub struct HloProto {
@@ -125,7 +126,7 @@ pub fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&d.to_string());
+        let _ = write!(out, "{d}");
         elements *= (*d).max(0) as f64;
     }
     out.push(']');
