@@ -279,12 +279,12 @@ impl ChunkPages {
 
 /// Appends levels as a format-v1 page holds them: their byte length, then the hybrid
 /// encoding at the width of `max_level`.
-fn put_levels(levels: impl Iterator<Item = u8>, max_level: i16, raw: &mut Vec<u8>) {
-    let levels: Vec<u8> = levels.collect();
-    let mut encoded = Vec::new();
-    hybrid_encode(&levels, bit_width(max_level as u32), &mut encoded);
-    raw.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
-    raw.extend_from_slice(&encoded);
+fn put_levels(levels: &[u8], max_level: i16, raw: &mut Vec<u8>) {
+    let length_at = raw.len();
+    raw.extend_from_slice(&[0; 4]);
+    hybrid_encode(levels, bit_width(max_level as u32), raw);
+    let length = (raw.len() - length_at - 4) as u32;
+    raw[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
 }
 
 /// A dictionary-encoded string column of one row group: its dictionary so far, the pages
@@ -379,7 +379,8 @@ impl NameColumn {
     fn finish_page(&mut self) -> Result<()> {
         let mut raw = Vec::with_capacity(self.page_keys.len() * 2 + 16);
         if self.pages.descr.max_def_level() > 0 {
-            put_levels(self.page_levels.drain(..), 1, &mut raw);
+            put_levels(&self.page_levels, 1, &mut raw);
+            self.page_levels.clear();
         }
         put_keys(&self.page_keys, self.dictionary.len() as u32, &mut raw);
         self.pages.add_data_page(raw, self.page_rows, self.page_rows, self.data_encoding)?;
@@ -490,15 +491,22 @@ impl TextMapColumn {
 
     fn finish_page(&mut self) -> Result<()> {
         let levels = self.page_repetition.len();
-        let mut key_raw = Vec::with_capacity(levels / 2 + self.page_keys.len() + 16);
-        put_levels(self.page_repetition.iter().copied(), 1, &mut key_raw);
-        put_levels(self.page_definition.iter().map(|&d| d.min(1)), 1, &mut key_raw);
+        // Both leaves have the same repetition levels: encoded once.
+        let mut repetition = Vec::with_capacity(levels / 8 + 16);
+        put_levels(&self.page_repetition, 1, &mut repetition);
+        // The key is defined wherever the entry is (the value's 1 and 2).
+        let key_definition: Vec<u8> = self.page_definition.iter().map(|&d| d.min(1)).collect();
+        let mut key_raw = Vec::with_capacity(repetition.len() + levels / 8 + self.page_keys.len() + 16);
+        key_raw.extend_from_slice(&repetition);
+        put_levels(&key_definition, 1, &mut key_raw);
         put_keys(&self.page_keys, self.dictionary.len() as u32, &mut key_raw);
         self.key.add_data_page(key_raw, levels, self.page_rows, self.data_encoding)?;
-        let mut value_raw = Vec::with_capacity(levels / 2 + self.page_values.len() + 16);
-        put_levels(self.page_repetition.drain(..), 1, &mut value_raw);
-        put_levels(self.page_definition.drain(..), 2, &mut value_raw);
+        let mut value_raw = Vec::with_capacity(repetition.len() + levels / 4 + self.page_values.len() + 16);
+        value_raw.extend_from_slice(&repetition);
+        put_levels(&self.page_definition, 2, &mut value_raw);
         value_raw.append(&mut self.page_values);
+        self.page_repetition.clear();
+        self.page_definition.clear();
         self.value.add_data_page(value_raw, levels, self.page_rows, Encoding::PLAIN)?;
         self.page_keys.clear();
         self.page_rows = 0;
