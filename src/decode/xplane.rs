@@ -138,8 +138,7 @@ struct LineJob<'a> {
     timestamp_ns: i64,
     bytes: &'a [u8],
     base: usize,
-    events: usize,
-    marks: Vec<usize>,
+    events: LineEvents,
     plane: usize,
 }
 
@@ -150,10 +149,10 @@ impl LineJob<'_> {
     /// Where in `bytes` the field of event `k` starts (`k` a multiple of [`EVENTS_PER_MARK`]),
     /// or the end of the line for `k == events`.
     fn mark(&self, k: usize) -> usize {
-        if k == self.events {
+        if k == self.events.count {
             self.bytes.len()
         } else {
-            self.marks[k / EVENTS_PER_MARK]
+            self.events.marks[k / EVENTS_PER_MARK]
         }
     }
 }
@@ -514,7 +513,7 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
         let line_index = capture.lines.len() as u32;
         capture.lines.push(Line { plane: *plane_index, line_id: header.id, name: capture.strings.intern(&line_name) });
         if events.count > 0 {
-            jobs.push(LineJob { line_index, timestamp_ns: header.timestamp_ns, bytes, base: *off, events: events.count, marks: events.marks, plane: *ctx });
+            jobs.push(LineJob { line_index, timestamp_ns: header.timestamp_ns, bytes, base: *off, events, plane: *ctx });
         }
     }
 
@@ -600,13 +599,13 @@ struct Unit {
 /// Cuts every line into units of at most ~1/(4 × workers) of all events (a multiple of
 /// [`EVENTS_PER_MARK`]), so that no worker waits on one long line.
 fn plan_units(jobs: &[LineJob], workers: usize) -> Vec<Unit> {
-    let total: usize = jobs.iter().map(|j| j.events).sum();
+    let total: usize = jobs.iter().map(|j| j.events.count).sum();
     let max_events = (total / (workers * 4).max(1)).max(4096).next_multiple_of(EVENTS_PER_MARK);
     let mut units = Vec::new();
     for (job_index, job) in jobs.iter().enumerate() {
         let mut start = 0;
-        while start < job.events {
-            let end = (start + max_events).min(job.events);
+        while start < job.events.count {
+            let end = (start + max_events).min(job.events.count);
             units.push(Unit { job: job_index, events: start..end, bytes: job.mark(end) - job.mark(start) });
             start = end;
         }
