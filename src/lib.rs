@@ -32,3 +32,4 @@ pub mod store;
 pub mod summary;
 pub mod tables;
 pub mod timing;
+pub mod work_queue;

@@ -10,7 +10,6 @@ use super::hlo::index_hlo_proto;
 use super::wire::{leading_field1_varint, varint_at, Fields, Value, WireError};
 use crate::model::*;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// What a stat becomes in the events table.
@@ -533,30 +532,20 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     // line by line into chunks whose nesting is computed in parallel too.
     let workers = worker_count();
     let units = plan_units(&jobs, workers);
-    let unit_groups = balance_units(&units, workers);
     let pool = &capture.strings;
     let ctxs = &ctxs;
-    let decoded: Vec<Result<Vec<EventChunk>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = unit_groups
-            .iter()
-            .map(|group| {
-                let (jobs, units) = (&jobs, &units);
-                scope.spawn(move || group.clone().map(|u| decode_unit(&jobs[units[u].job], units[u].events.clone(), ctxs, pool)).collect())
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("event decoder panicked")).collect()
-    });
+    let decoded: Vec<Result<EventChunk>> =
+        crate::work_queue::map_in_order(units.len(), workers, |u| decode_unit(&jobs[units[u].job], units[u].events.clone(), ctxs, pool));
     crate::timing::stage_done("  xplane events", &mut clock);
     // The events are decoded: the planes' pages can go before their chunks are put together.
     for plane in planes {
         read(plane.bytes);
     }
     let mut pieces = Vec::with_capacity(units.len());
-    for group in decoded {
-        for mut piece in group? {
-            piece.merge_strings_into(&mut capture.strings);
-            pieces.push(piece);
-        }
+    for piece in decoded {
+        let mut piece = piece?;
+        piece.merge_strings_into(&mut capture.strings);
+        pieces.push(piece);
     }
     let starts_line: Vec<bool> = units.iter().map(|u| u.events.start == 0).collect();
     let line_offsets: Vec<usize> = units.iter().map(|u| jobs[u.job].base).collect();
@@ -593,44 +582,24 @@ fn worker_count() -> usize {
 struct Unit {
     job: usize,
     events: std::ops::Range<usize>,
-    bytes: usize,
 }
 
-/// Cuts every line into units of at most ~1/(4 × workers) of all events (a multiple of
-/// [`EVENTS_PER_MARK`]), so that no worker waits on one long line.
+/// Cuts every line into units of at most ~1/(16 × workers) of all events (a multiple of
+/// [`EVENTS_PER_MARK`]): workers take units as they finish one, so no worker waits long on
+/// another's last unit, nor on one long line.
 fn plan_units(jobs: &[LineJob], workers: usize) -> Vec<Unit> {
     let total: usize = jobs.iter().map(|j| j.events.count).sum();
-    let max_events = (total / (workers * 4).max(1)).max(4096).next_multiple_of(EVENTS_PER_MARK);
+    let max_events = (total / (workers * 16).max(1)).max(4096).next_multiple_of(EVENTS_PER_MARK);
     let mut units = Vec::new();
     for (job_index, job) in jobs.iter().enumerate() {
         let mut start = 0;
         while start < job.events.count {
             let end = (start + max_events).min(job.events.count);
-            units.push(Unit { job: job_index, events: start..end, bytes: job.mark(end) - job.mark(start) });
+            units.push(Unit { job: job_index, events: start..end });
             start = end;
         }
     }
     units
-}
-
-/// Splits units into at most `n` contiguous ranges of roughly equal byte size.
-fn balance_units(units: &[Unit], n: usize) -> Vec<std::ops::Range<usize>> {
-    let total: usize = units.iter().map(|u| u.bytes).sum();
-    let target = total / n.max(1) + 1;
-    let mut groups = Vec::new();
-    let (mut first, mut acc) = (0, 0);
-    for (i, unit) in units.iter().enumerate() {
-        if acc >= target && groups.len() + 1 < n {
-            groups.push(first..i);
-            first = i;
-            acc = 0;
-        }
-        acc += unit.bytes;
-    }
-    if first < units.len() {
-        groups.push(first..units.len());
-    }
-    groups
 }
 
 /// Puts the decoded pieces (in order) together into the part's chunks, then sorts and nests
@@ -694,19 +663,11 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: 
             Mutex::new(Some((run, first)))
         })
         .collect();
-    let assembled: Vec<Mutex<Vec<EventChunk>>> = queue.iter().map(|_| Mutex::new(Vec::new())).collect();
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..n.clamp(1, queue.len().max(1)) {
-            scope.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(slot) = queue.get(k) else { break };
-                let (run, first) = slot.lock().expect("assembly queue").take().expect("a run is taken once");
-                *assembled[k].lock().expect("assembled runs") = run.assembled(first);
-            });
-        }
+    let assembled = crate::work_queue::map_in_order(queue.len(), n, |k| {
+        let (run, first) = queue[k].lock().expect("assembly queue").take().expect("a run is taken once");
+        run.assembled(first)
     });
-    Ok(assembled.into_iter().flat_map(|m| m.into_inner().expect("assembled runs")).collect())
+    Ok(assembled.into_iter().flatten().collect())
 }
 
 /// Pieces of a part that make chunks together.

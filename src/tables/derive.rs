@@ -734,10 +734,12 @@ impl Deriver {
             handles.into_iter().map(|h| h.join().expect("op finder panicked")).collect()
         });
         crate::timing::stage_done("    derive: ops found", &mut clock);
-        let mut ops: Vec<Op> = Vec::new();
-        ops.resize_with(op_events.iter().map(Vec::len).sum(), Op::default);
+        // The rows are written once, in place, by the threads that make them: no default rows
+        // written (and their fresh pages faulted in) on this thread first.
+        let op_count = op_events.iter().map(Vec::len).sum();
+        let mut ops: Vec<Op> = Vec::with_capacity(op_count);
         let per_unit_strings: Vec<LocalStrings> = std::thread::scope(|s| {
-            let mut rest = &mut ops[..];
+            let mut rest = &mut ops.spare_capacity_mut()[..op_count];
             let handles: Vec<_> = op_events
                 .iter()
                 .map(|events| {
@@ -751,7 +753,7 @@ impl Deriver {
                             let chunk = &capture.chunks[ci];
                             let line = &capture.lines[chunk.line[i] as usize];
                             let plane = &capture.planes[line.plane as usize];
-                            *slot = make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows);
+                            slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows));
                         }
                         caches.strings
                     })
@@ -759,6 +761,10 @@ impl Deriver {
                 .collect();
             handles.into_iter().map(|h| h.join().expect("op deriver panicked")).collect()
         });
+        // SAFETY: the units' slices split `0..op_count` among them without a gap, and each
+        // thread wrote every slot of its slice (zipped with as many events); a thread that
+        // panicked stopped this thread at its join, before this line.
+        unsafe { ops.set_len(op_count) };
         crate::timing::stage_done("    derive: ops made", &mut clock);
         let mut per_unit_strings = per_unit_strings.into_iter();
         let mut strings = per_unit_strings.next().unwrap_or_default();
