@@ -1,8 +1,8 @@
 //! XPlane (`*.xplane.pb`, an XSpace) → [`Capture`].
 //!
 //! The file is read in place (memory-mapped by the caller) with the zero-copy wire reader:
-//! plane headers and metadata are decoded first, then the lines are split into byte-balanced
-//! groups decoded in parallel, one [`EventChunk`] per group. Field numbers are those of
+//! plane headers and metadata are decoded first, then the lines are cut into units of
+//! events that the workers take from a shared queue, one [`EventChunk`] per unit. Field numbers are those of
 //! `proto/xplane.proto`. Times become integer ns relative to the host's profile start:
 //! `line.timestamp_ns + offset_ps`, rounded at both ends so nesting is preserved.
 
