@@ -597,9 +597,9 @@ pub struct Capture {
     /// file's metadata plane or HLO side files are read.
     pub hlo: std::sync::Arc<HloIndex>,
     pub meta: CaptureMeta,
-    /// When set, XPlane stats that are not typed columns are kept as args only as it says (an
-    /// analysis that builds few `events` rows needs little else than what derive reads); None
-    /// keeps every arg. Trace JSON keeps every arg either way.
+    /// When set, XPlane stats are kept as args, and `_src` as the `src` column, only as it
+    /// says (an analysis that builds few `events` rows needs little else than what derive
+    /// reads); None keeps every stat. Trace JSON keeps every arg either way.
     pub args_kept: Option<ArgsKept>,
 }
 
@@ -610,6 +610,10 @@ pub struct ArgsKept {
     pub keys: fn(&str) -> bool,
     /// Event names whose events keep every arg.
     pub every_arg_of: fn(&str) -> bool,
+    /// Whether every event keeps its `_src` stat (the `src` column); when false, only the
+    /// events of `every_arg_of` do. Nearly every CPU TraceMe carries one, and no analysis
+    /// reads it.
+    pub every_source: bool,
 }
 
 impl Capture {

@@ -24,8 +24,9 @@ enum Role {
     CorrelationId,
     DeviceOrdinal,
     Arg,
-    /// An arg the caller does not read ([`Capture::args_kept`]), unless the event keeps
-    /// every arg ([`EventMeta::every_arg`]).
+    /// A stat the caller does not read ([`Capture::args_kept`]: an arg it does not name, or
+    /// `_src`), unless the event keeps every arg ([`EventMeta::every_arg`]): then the stat
+    /// takes its own role ([`StatInfo::kept_as`]).
     Skip,
 }
 
@@ -47,6 +48,8 @@ fn role_of(name: &str) -> Role {
 struct StatInfo {
     name: u32,
     role: Role,
+    /// The role of a [`Role::Skip`] stat on an event that keeps every arg (else `role`).
+    kept_as: Role,
 }
 
 /// A stat value resolved enough to be applied to an event.
@@ -408,11 +411,13 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
         for (entry, off) in stat_meta_entries {
             let (id, sname) = stat_metadata_name(entry, off)?;
             let sname = String::from_utf8_lossy(sname);
-            let role = match (role_of(&sname), capture.args_kept) {
+            let kept_as = role_of(&sname);
+            let role = match (kept_as, capture.args_kept) {
                 (Role::Arg, Some(kept)) if !(kept.keys)(&sname) => Role::Skip,
+                (Role::Src, Some(kept)) if !kept.every_source => Role::Skip,
                 (role, _) => role,
             };
-            stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role });
+            stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role, kept_as });
         }
 
         let plane_index = capture.planes.len() as u32;
@@ -952,7 +957,7 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
             let i = chunk.push_event(job.line_index, meta.map_or(NO_STR, |m| m.name), meta.map_or(NO_STR, |m| m.display_name), NO_STR, start, end - start);
             seen.clear();
             let every_arg = meta.is_some_and(|m| m.every_arg);
-            let role_for_event = |info: StatInfo| if every_arg && info.role == Role::Skip { StatInfo { role: Role::Arg, ..info } } else { info };
+            let role_for_event = |info: StatInfo| if every_arg && info.role == Role::Skip { StatInfo { role: info.kept_as, ..info } } else { info };
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
                 let mut pos = 0;
