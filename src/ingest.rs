@@ -138,7 +138,7 @@ impl PartSink for MemorySink {
         Ok(())
     }
     fn args_kept(&self) -> Option<ArgsKept> {
-        Some(ArgsKept { keys: tables::derive::reads_arg, every_arg_of: tables::events_of_interest::keeps_every_arg, every_source: false })
+        Some(ArgsKept { keys: tables::derive::reads_arg, every_arg_of: tables::events_of_interest::keeps_every_arg })
     }
     fn prepare_part(&self) -> Option<fn(&mut Capture)> {
         Some(intern_derived_strings)

@@ -606,14 +606,11 @@ pub struct Capture {
 /// Which args a decoder keeps, for a caller that reads only some.
 #[derive(Clone, Copy, Debug)]
 pub struct ArgsKept {
-    /// Arg keys kept on every event.
+    /// Stat keys kept on every event: args, and `_src` (the `src` column, on nearly every
+    /// CPU TraceMe).
     pub keys: fn(&str) -> bool,
     /// Event names whose events keep every arg.
     pub every_arg_of: fn(&str) -> bool,
-    /// Whether every event keeps its `_src` stat (the `src` column); when false, only the
-    /// events of `every_arg_of` do. Nearly every CPU TraceMe carries one, and no analysis
-    /// reads it.
-    pub every_source: bool,
 }
 
 impl Capture {

@@ -2,15 +2,15 @@
 //!
 //! The file is read in place (memory-mapped by the caller) with the zero-copy wire reader:
 //! plane headers and metadata are decoded first, then the lines are cut into units of
-//! events that the workers take from a shared queue, one [`EventChunk`] per unit. Field numbers are those of
-//! `proto/xplane.proto`. Times become integer ns relative to the host's profile start:
-//! `line.timestamp_ns + offset_ps`, rounded at both ends so nesting is preserved.
+//! events that the workers take from a shared queue, one [`EventChunk`] per unit. Field
+//! numbers are those of `proto/xplane.proto`. Times become integer ns relative to the host's
+//! profile start: `line.timestamp_ns + offset_ps`, rounded at both ends so nesting is
+//! preserved.
 
 use super::hlo::index_hlo_proto;
 use super::wire::{leading_field1_varint, varint_at, Fields, Value, WireError};
 use crate::model::*;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// What a stat becomes in the events table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,8 +24,8 @@ enum Role {
     CorrelationId,
     DeviceOrdinal,
     Arg,
-    /// A stat the caller does not read ([`Capture::args_kept`]: an arg it does not name, or
-    /// `_src`), unless the event keeps every arg ([`EventMeta::every_arg`]): then the stat
+    /// A stat the caller does not read ([`Capture::args_kept`]: an arg, or `_src`, whose key
+    /// it does not name), unless the event keeps every arg ([`EventMeta::every_arg`]): then the stat
     /// takes its own role ([`StatInfo::kept_as`]).
     Skip,
 }
@@ -413,8 +413,7 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
             let sname = String::from_utf8_lossy(sname);
             let kept_as = role_of(&sname);
             let role = match (kept_as, capture.args_kept) {
-                (Role::Arg, Some(kept)) if !(kept.keys)(&sname) => Role::Skip,
-                (Role::Src, Some(kept)) if !kept.every_source => Role::Skip,
+                (Role::Arg | Role::Src, Some(kept)) if !(kept.keys)(&sname) => Role::Skip,
                 (role, _) => role,
             };
             stats.insert(id, StatInfo { name: capture.strings.intern(&sname), role, kept_as });
@@ -540,7 +539,7 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     let pool = &capture.strings;
     let ctxs = &ctxs;
     let decoded: Vec<Result<EventChunk>> =
-        crate::work_queue::map_in_order(units.len(), workers, |u| decode_unit(&jobs[units[u].job], units[u].events.clone(), ctxs, pool));
+        crate::work_queue::map_in_order(units.iter().collect(), workers, |u: &Unit| decode_unit(&jobs[u.job], u.events.clone(), ctxs, pool));
     crate::timing::stage_done("  xplane events", &mut clock);
     // The events are decoded: the planes' pages can go before their chunks are put together.
     for plane in planes {
@@ -660,18 +659,15 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: 
 
     // Each run's first position in the part; runs are taken by the next free worker.
     let mut position = 0u32;
-    let queue: Vec<Mutex<Option<(ChunkRun, u32)>>> = runs
+    let runs: Vec<(ChunkRun, u32)> = runs
         .into_iter()
         .map(|run| {
             let first = position;
             position += run.events() as u32;
-            Mutex::new(Some((run, first)))
+            (run, first)
         })
         .collect();
-    let assembled = crate::work_queue::map_in_order(queue.len(), n, |k| {
-        let (run, first) = queue[k].lock().expect("assembly queue").take().expect("a run is taken once");
-        run.assembled(first)
-    });
+    let assembled = crate::work_queue::map_in_order(runs, n, |(run, first)| run.assembled(first));
     Ok(assembled.into_iter().flatten().collect())
 }
 

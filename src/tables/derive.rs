@@ -1206,9 +1206,9 @@ const OP_ARG_KEYS: [&str; 6] = ["name", "hlo_category", "flops", "bytes_accessed
 /// Arg keys counted as provenance hints: the launch id, then the source-file keys.
 const PROVENANCE_ARG_KEYS: [&str; 4] = ["run_id", "source", "source_file", "file_name"];
 
-/// Whether the derivation reads args under `key`: an in-memory analysis decodes only those
-/// (`Capture::args_kept`). A test keeps an INPUT's summary equal to its stored run's, which
-/// has every arg.
+/// Whether the derivation reads the stat `key` as an arg: an in-memory analysis decodes
+/// only those (`Capture::args_kept`), and not `_src` either, which nothing reads. A test
+/// keeps an INPUT's summary equal to its stored run's, which has every stat.
 pub fn reads_arg(key: &str) -> bool {
     OP_ARG_KEYS.contains(&key) || PROVENANCE_ARG_KEYS.contains(&key)
 }
