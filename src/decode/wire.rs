@@ -98,6 +98,11 @@ impl<'a> Fields<'a> {
 
     #[inline(never)]
     fn long_varint(&mut self) -> Result<u64, WireError> {
+        // Picosecond offsets and durations take 3 to 7 bytes: with 8 bytes in hand, the
+        // varint is found and unpacked in one go rather than a byte at a time.
+        if let Some(value) = varint_from_word(self.buf, &mut self.pos) {
+            return Ok(value);
+        }
         let mut result: u64 = 0;
         let mut shift = 0u32;
         loop {
@@ -126,6 +131,20 @@ impl<'a> Fields<'a> {
         let slice = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(slice)
+    }
+
+    /// The next field when it is a length-delimited one with the one-byte `key` (field number
+    /// 1 to 15): its bytes and their file offset. None, with nothing read, for anything else
+    /// (another field, the end, malformed bytes), which [`Fields::next_field`] then reads.
+    #[inline]
+    pub fn next_bytes_keyed(&mut self, key: u8) -> Option<(&'a [u8], usize)> {
+        if self.buf.get(self.pos) != Some(&key) {
+            return None;
+        }
+        let mut pos = self.pos + 1;
+        let len = usize::try_from(varint_at(self.buf, &mut pos)?).ok().filter(|&n| n <= self.buf.len() - pos)?;
+        self.pos = pos + len;
+        Some((&self.buf[pos..pos + len], self.base + pos))
     }
 
     /// The next (field number, value, file offset of the value), or None at the end of the message.
@@ -162,12 +181,53 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// The varint at `*pos`, moving past it, when 8 bytes are there and it ends within them.
+#[inline(always)]
+fn varint_from_word(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let word = u64::from_le_bytes(buf.get(*pos..*pos + 8)?.try_into().unwrap());
+    let (value, len) = varint_in_word(word)?;
+    *pos += len;
+    Some(value)
+}
+
+/// The varint that starts the 8 little-endian bytes of `word`, and its length in bytes, when
+/// it ends within them (a value below 2^56); None when all 8 bytes have their high bit set.
+#[inline(always)]
+fn varint_in_word(word: u64) -> Option<(u64, usize)> {
+    let ends = !word & 0x8080_8080_8080_8080;
+    if ends == 0 {
+        return None;
+    }
+    // Bits up to the first byte without a high bit: the varint's bytes (their high bits are
+    // the continuation flags, dropped below).
+    let bits = word & (ends ^ (ends - 1));
+    let len = (ends.trailing_zeros() as usize + 1) / 8;
+    // Squeeze out the high bit of every byte: 7-bit groups into 14-, 28-, then 56-bit ones.
+    let x = (bits & 0x007f_007f_007f_007f) | ((bits & 0x7f00_7f00_7f00_7f00) >> 1);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+    Some((x, len))
+}
+
 /// Reads the varint at `*pos`, moving past it; None when it is truncated or over-long (the
 /// caller then re-reads with [`Fields`] to report where).
 #[inline(always)]
 pub fn varint_at(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let &byte = buf.get(*pos)?;
+    if byte < 0x80 {
+        *pos += 1;
+        return Some(byte as u64);
+    }
+    long_varint_at(buf, pos)
+}
+
+#[inline(never)]
+fn long_varint_at(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    if let Some(value) = varint_from_word(buf, pos) {
+        return Some(value);
+    }
     let mut f = Fields { buf, pos: *pos, base: 0 };
-    let v = f.varint().ok()?;
+    let v = f.long_varint().ok()?;
     *pos = f.pos;
     Some(v)
 }
@@ -218,6 +278,22 @@ mod tests {
     }
 
     #[test]
+    fn keyed_bytes_read_like_next_field_or_not_at_all() {
+        let buf = [0x22, 0x02, b'h', b'i', 0x22, 0x00, 0x08, 0x01, 0x22, 0x80, 0x01, 0x00];
+        for end in 0..=buf.len() {
+            let (mut keyed, mut general) = (Fields::with_base(&buf[..end], 7), Fields::with_base(&buf[..end], 7));
+            while let Some(got) = keyed.next_bytes_keyed(0x22) {
+                let (field, value, off) = general.next_field().unwrap().unwrap();
+                assert_eq!((field, value.as_bytes(), off), (4, got.0, got.1));
+            }
+            // Where it stops, the general reader finds another field, the end or an error.
+            let (before, next) = (keyed.offset(), keyed.next_field());
+            assert!(!matches!(next, Ok(Some((4, Value::Bytes(_), _)))), "{end}: {next:?}");
+            assert_eq!(before, general.offset());
+        }
+    }
+
+    #[test]
     fn absurd_length_prefix_is_an_error_not_an_allocation() {
         // field 2, length 2^62
         let buf = [0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40];
@@ -232,11 +308,12 @@ mod tests {
         for v in values {
             let mut encoded = Vec::new();
             prost::encoding::encode_varint(v, &mut encoded);
-            for padding in [0, 3, 9] {
+            // Followed by enough bytes or not for the 8-byte read, with and without high bits.
+            for (padding, fill) in [(0, 0xffu8), (3, 0xff), (9, 0xff), (9, 0x00), (9, 0x7f)] {
                 let mut buf = encoded.clone();
-                buf.extend(std::iter::repeat_n(0xffu8, padding));
+                buf.extend(std::iter::repeat_n(fill, padding));
                 let mut pos = 0;
-                assert_eq!(varint_at(&buf, &mut pos), Some(v), "{v} + {padding} bytes");
+                assert_eq!(varint_at(&buf, &mut pos), Some(v), "{v} + {padding} bytes {fill:#x}");
                 assert_eq!(pos, encoded.len());
             }
             assert_eq!(varint_at(&encoded[..encoded.len() - 1], &mut 0), None, "{v} truncated");

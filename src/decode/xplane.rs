@@ -926,6 +926,9 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
     let first = job.mark(range.start);
     let mut fields = Fields::with_base(&job.bytes[first..], job.base + first);
     let mut next_event = || -> Result<(&[u8], usize)> {
+        if let Some(event) = fields.next_bytes_keyed(0x22) {
+            return Ok(event);
+        }
         loop {
             match fields.next_field()? {
                 Some((4, value, off)) => return Ok((value.as_bytes(), off)),
@@ -1010,40 +1013,44 @@ struct EventHead {
 fn read_event<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>) -> Result<(EventHead, usize)> {
     let mut head = EventHead::default();
     let mut nstats = 0;
-    fn push_stat<'a>(inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>, slice: &'a [u8], off: usize, nstats: &mut usize) {
-        if *nstats < 16 {
-            inline[*nstats] = (slice, off);
-        } else {
-            extra.push((slice, off));
-        }
-        *nstats += 1;
-    }
+    // Producers write the fields in field-number order, so each key is tested in turn: a
+    // chain of branches that always go the same way (a `match` on the key jumps through a
+    // table, which the CPU mispredicts at every field).
     let mut pos = 0;
-    let fast = loop {
-        let Some(&key) = ev.get(pos) else { break true };
-        pos += 1;
-        let Some(v) = varint_at(ev, &mut pos) else { break false };
-        match key {
-            0x08 => head.meta_id = v as i64,
-            0x10 => head.offset_ps = v as i64,
-            0x18 => head.dur_ps = v as i64,
-            0x28 => head.aggregated = true,
-            0x22 => match usize::try_from(v).ok().filter(|&n| n <= ev.len() - pos) {
-                Some(n) => {
-                    push_stat(inline, extra, &ev[pos..pos + n], base + pos, &mut nstats);
-                    pos += n;
-                }
-                None => break false,
-            },
-            _ => break false,
+    let fast = 'usual: {
+        let scalar = |key: u8, pos: &mut usize| -> Option<Option<i64>> {
+            if ev.get(*pos) != Some(&key) {
+                return Some(None);
+            }
+            *pos += 1;
+            varint_at(ev, pos).map(|v| Some(v as i64))
+        };
+        let Some(meta_id) = scalar(0x08, &mut pos) else { break 'usual false };
+        let Some(offset_ps) = scalar(0x10, &mut pos) else { break 'usual false };
+        let Some(dur_ps) = scalar(0x18, &mut pos) else { break 'usual false };
+        (head.meta_id, head.offset_ps, head.dur_ps) = (meta_id.unwrap_or(0), offset_ps.unwrap_or(0), dur_ps.unwrap_or(0));
+        while ev.get(pos) == Some(&0x22) {
+            pos += 1;
+            let Some(n) = varint_at(ev, &mut pos).and_then(|v| usize::try_from(v).ok()).filter(|&n| n <= ev.len() - pos) else { break 'usual false };
+            push_stat(inline, extra, &ev[pos..pos + n], base + pos, &mut nstats);
+            pos += n;
         }
+        let Some(occurrences) = scalar(0x28, &mut pos) else { break 'usual false };
+        head.aggregated = occurrences.is_some();
+        pos == ev.len()
     };
     if fast {
         return Ok((head, nstats));
     }
-    head = EventHead::default();
-    nstats = 0;
     extra.clear();
+    read_event_fields(ev, base, inline, extra)
+}
+
+/// [`read_event`] field by field, in any order (the last of a repeated scalar wins), with an
+/// error for malformed bytes.
+fn read_event_fields<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>) -> Result<(EventHead, usize)> {
+    let mut head = EventHead::default();
+    let mut nstats = 0;
     let mut f = Fields::with_base(ev, base);
     while let Some((field, value, off)) = f.next_field()? {
         match field {
@@ -1056,6 +1063,17 @@ fn read_event<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16
         }
     }
     Ok((head, nstats))
+}
+
+/// Keeps a stat's bytes and file offset: the first 16 in `inline`, the rest in `extra`.
+#[inline]
+fn push_stat<'a>(inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>, slice: &'a [u8], off: usize, nstats: &mut usize) {
+    if *nstats < 16 {
+        inline[*nstats] = (slice, off);
+    } else {
+        extra.push((slice, off));
+    }
+    *nstats += 1;
 }
 
 #[inline]
@@ -1189,6 +1207,28 @@ mod tests {
             for end in 0..=bytes.len() {
                 let b = &bytes[..end];
                 assert_eq!(format!("{:?}", stat_id_and_value(b, 0, ref_name)), format!("{:?}", stat_fields(b, 0, ref_name)), "{b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn events_read_like_the_field_loop() {
+        let stat = |id: u8| [0x22, 2, 0x08, id];
+        let mut usual = vec![0x08, 0x96, 0x01, 0x10, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x18, 0x80, 0x80, 0x04];
+        (1..=18).for_each(|k| usual.extend(stat(k)));
+        let mut encodings = vec![usual.clone(), [&usual[..], &[0x28, 3]].concat(), vec![0x28, 1, 0x08, 2], vec![0x18, 5, 0x10, 4, 0x08, 3]];
+        // Repeated scalars (the last wins), a stat between them, an unknown field, a bad length.
+        encodings.extend([vec![0x08, 1, 0x22, 0, 0x08, 2, 0x10, 7], vec![0x08, 1, 0x30, 9, 0x22, 0], vec![0x08, 1, 0x22, 9, 0x08]]);
+        for bytes in &encodings {
+            for end in 0..=bytes.len() {
+                let ev = &bytes[..end];
+                let read = |fields_only: bool| {
+                    let (mut inline, mut extra) = ([(&[][..], 0); 16], Vec::new());
+                    let got = if fields_only { read_event_fields(ev, 100, &mut inline, &mut extra) } else { read_event(ev, 100, &mut inline, &mut extra) };
+                    got.map(|(h, n)| format!("{} {} {} {} {n} {:?} {:?}", h.meta_id, h.offset_ps, h.dur_ps, h.aggregated, &inline[..n.min(16)], extra))
+                        .map_err(|e| e.to_string())
+                };
+                assert_eq!(read(false), read(true), "{ev:?}");
             }
         }
     }
