@@ -311,6 +311,11 @@ fn read_line<'a>(bytes: &'a [u8], off: usize, mut on_event: impl FnMut(usize)) -
     let mut lf = Fields::with_base(bytes, off);
     loop {
         let field_start = lf.offset() - off;
+        // Events are nearly all of a line's fields: passed over without the general reader.
+        if lf.next_bytes_keyed(0x22).is_some() {
+            on_event(field_start);
+            continue;
+        }
         let Some((field, value, _)) = lf.next_field()? else { break };
         match field {
             1 => h.id = value.as_i64(),
