@@ -8,6 +8,46 @@ use crate::model::*;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 
+/// A text out of the fixed set ops are labelled with (category, pass, collective kind), held
+/// as one byte: the op rows are ~180 K on a 40 MB capture and every pass over them reads
+/// whole rows, so three 16-byte `&'static str`s were a fifth of each.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Label(u8);
+
+/// Every text a [`Label`] can hold.
+const LABEL_TEXTS: [&str; 14] = [
+    "compute",
+    "communication",
+    "stall",
+    "remat",
+    "backward",
+    "optimizer",
+    "forward",
+    "other",
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+    "send-recv",
+];
+
+impl Label {
+    /// The label of `text`, one of [`LABEL_TEXTS`] (ops are labelled only with those).
+    pub fn of(text: &'static str) -> Label {
+        Label(LABEL_TEXTS.iter().position(|t| *t == text).expect("ops are labelled only with the texts of LABEL_TEXTS") as u8)
+    }
+    pub fn as_str(self) -> &'static str {
+        LABEL_TEXTS[self.0 as usize]
+    }
+}
+
+impl PartialEq<&str> for Label {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One device-op execution (a row of the `ops` table, in pool ids).
 #[derive(Clone, Debug, Default)]
 pub struct Op {
@@ -24,13 +64,13 @@ pub struct Op {
     pub hlo_module: u32,
     pub program_id: i64,
     pub opcode: u32,
-    pub category: &'static str,
+    pub category: Label,
     pub hlo_category: u32,
-    pub collective_kind: Option<&'static str>,
+    pub collective_kind: Option<Label>,
     pub tf_op: u32,
     /// Index into [`Derived::strings`], or NO_STR.
     pub region_path: u32,
-    pub pass: &'static str,
+    pub pass: Label,
     pub step: i64,
     pub start_ns: i64,
     pub dur_ns: i64,
@@ -136,9 +176,9 @@ struct OpCaches<'c> {
     /// (program_id, hlo_module, [hlo_op, display_name, name]) → the name that resolved and its
     /// HLO instruction: ops repeat a few hundred distinct instructions many times.
     instr: FxHashMap<(i64, u32, [u32; 3]), ResolvedOp<'c>>,
-    class: FxHashMap<(u32, u32), (Option<&'static str>, &'static str)>,
+    class: FxHashMap<(u32, u32), (Option<Label>, Label)>,
     /// (tf_op, event name) → (region path id, pass); the name only matters without a tf_op.
-    scope: FxHashMap<(u32, u32), (u32, &'static str)>,
+    scope: FxHashMap<(u32, u32), (u32, Label)>,
     cpu_device: FxHashMap<i64, u32>,
     source: FxHashMap<(u32, i32), u32>,
     strings: LocalStrings,
@@ -899,7 +939,7 @@ impl Deriver {
             if op.region_path == NO_STR {
                 continue;
             }
-            let r = leaves.entry((op.pass, op.region_path)).or_default();
+            let r = leaves.entry((op.pass.as_str(), op.region_path)).or_default();
             r.op_count += 1;
             r.exclusive_ns += op.self_ns;
             r.add_devices(&[op.device]);
@@ -1072,7 +1112,7 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
 
 /// `ops` summed per distinct op of a device (every column of `op_totals`' key).
 fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
-    type Key = ((u32, u32, u32, u32, i64, u32), (&'static str, Option<&'static str>, u32, u32, &'static str, u32, u32));
+    type Key = ((u32, u32, u32, u32, i64, u32), (Label, Option<Label>, u32, u32, Label, u32, u32));
     let key = |o: &Op| -> Key {
         ((o.host, o.device, o.hlo_op, o.hlo_module, o.program_id, o.opcode), (o.category, o.collective_kind, o.tf_op, o.region_path, o.pass, o.shape, o.source))
     };
@@ -1141,7 +1181,7 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     let mut current_line = u32::MAX;
     for (ci, chunk) in capture.chunks.iter().enumerate() {
         for i in 0..chunk.len() {
-            let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category);
+            let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category.as_str());
             let op_category_key = op_category.map_or(0, |c| match op_categories.iter().position(|k| *k == c) {
                 Some(k) => k as u32 + 1,
                 None => {
@@ -1323,7 +1363,7 @@ fn make_op<'c>(
         } else {
             "compute"
         };
-        (kind, category)
+        (kind.map(Label::of), Label::of(category))
     });
 
     // Scope path: tf_op (or the `name` stat when tf_op is the generic module), else HLO op_name.
@@ -1351,9 +1391,9 @@ fn make_op<'c>(
             None => capture.str(chunk.name[i]).filter(|n| n.contains("=>") || n.contains("::")).map(|n| scope_of(&n.replace("=>", "/").replace("::", "/"))),
         };
         match scoped {
-            Some((Some(path), pass)) => (strings.intern(path), pass),
-            Some((None, pass)) => (NO_STR, pass),
-            None => (NO_STR, "other"),
+            Some((Some(path), pass)) => (strings.intern(path), Label::of(pass)),
+            Some((None, pass)) => (NO_STR, Label::of(pass)),
+            None => (NO_STR, Label::of("other")),
         }
     });
     let device = if plane.kind == PlaneKind::Device {

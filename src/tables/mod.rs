@@ -12,6 +12,7 @@ use crate::model::*;
 use arrow::array::*;
 use arrow::record_batch::RecordBatch;
 use columns::*;
+use derive::Label;
 use std::sync::Arc;
 
 /// What the caller knows about a run besides its content.
@@ -303,9 +304,9 @@ fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> R
         for (col, v) in ints.iter_mut().zip([o.event_id, o.program_id, o.step, o.start_ns, o.dur_ns, o.self_ns, o.dur_ps]) {
             col.push(v);
         }
-        category.push(Some(o.category));
-        collective_kind.push(o.collective_kind);
-        pass.push(Some(o.pass));
+        category.push(Some(o.category.as_str()));
+        collective_kind.push(o.collective_kind.map(Label::as_str));
+        pass.push(Some(o.pass.as_str()));
         flops.push(o.flops);
         bytes_accessed.push(o.bytes_accessed);
         is_async.push(o.is_async);
@@ -398,7 +399,7 @@ fn collectives_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Recor
             dict.encode(rows.iter().map(|(o, _)| o.device)),
             dict.encode(rows.iter().map(|(o, _)| o.hlo_op)),
             dict.encode(rows.iter().map(|(o, _)| o.hlo_module)),
-            static_dict(rows.iter().map(|(o, _)| o.collective_kind)),
+            static_dict(rows.iter().map(|(o, _)| o.collective_kind.map(Label::as_str))),
             nullable_i64s(rows.iter().map(|(o, _)| o.step)),
             i64s(rows.iter().map(|(o, _)| o.start_ns)),
             i64s(rows.iter().map(|(o, _)| o.dur_ns)),
@@ -506,11 +507,11 @@ fn op_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef
             dict.encode(t.iter().map(|x| op(x).hlo_module)),
             nullable_u64s(t.iter().map(|x| op(x).program_id)),
             dict.encode(t.iter().map(|x| op(x).opcode)),
-            static_dict(t.iter().map(|x| Some(op(x).category))),
-            static_dict(t.iter().map(|x| op(x).collective_kind)),
+            static_dict(t.iter().map(|x| Some(op(x).category.as_str()))),
+            static_dict(t.iter().map(|x| op(x).collective_kind.map(Label::as_str))),
             dict.encode(t.iter().map(|x| op(x).tf_op)),
             local_dict(locals, t.iter().map(|x| op(x).region_path)),
-            static_dict(t.iter().map(|x| Some(op(x).pass))),
+            static_dict(t.iter().map(|x| Some(op(x).pass.as_str()))),
             dict.encode(t.iter().map(|x| op(x).shape)),
             local_dict(locals, t.iter().map(|x| op(x).source)),
             i64s(t.iter().map(|x| x.count)),
