@@ -218,14 +218,16 @@ pub fn varint_at(buf: &[u8], pos: &mut usize) -> Option<u64> {
         *pos += 1;
         return Some(byte as u64);
     }
+    // Offsets and durations (2 to 8 bytes) are read in place; only the rare rest (fewer than
+    // 8 bytes left, 9 or 10 bytes, malformed) takes the call.
+    if let Some(value) = varint_from_word(buf, pos) {
+        return Some(value);
+    }
     long_varint_at(buf, pos)
 }
 
 #[inline(never)]
 fn long_varint_at(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    if let Some(value) = varint_from_word(buf, pos) {
-        return Some(value);
-    }
     let mut f = Fields { buf, pos: *pos, base: 0 };
     let v = f.long_varint().ok()?;
     *pos = f.pos;
