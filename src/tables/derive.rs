@@ -1546,6 +1546,22 @@ mod tests {
     }
 
     #[test]
+    fn every_label_an_op_can_get_is_a_label_text() {
+        let opcodes =
+            ["all-reduce-start", "all-gather", "reduce-scatter", "ragged-all-to-all", "collective-permute-done", "send", "recv", "collective-broadcast"];
+        let names = ["psum.1", "ncclDevKernel_AllGather", "reduce_scatter", "all_to_all", "ppermute", "sendrecv", "ncclKernel"];
+        let kinds = opcodes.iter().map(|o| collective_kind_of_opcode(o)).chain(names.iter().map(|n| collective_kind_of_name(n)));
+        let scopes = ["jit(f)/remat(b)/x", "jit(f)/transpose(jvp(g))/x", "jit(f)/optimizer/x", "jit(f)/jvp(g)/x", "jit(f)/x"];
+        let texts: Vec<&str> =
+            kinds.map(|k| k.expect("a collective")).chain(scopes.iter().map(|s| scope_of(s).1)).chain(["compute", "communication", "stall"]).collect();
+        for text in &texts {
+            assert_eq!(Label::of(text).as_str(), *text);
+        }
+        // And no text is listed that no op can get.
+        assert!(LABEL_TEXTS.iter().all(|t| texts.contains(t)));
+    }
+
+    #[test]
     fn collective_names_match_words_not_substrings() {
         assert_eq!(collective_kind_of_name("ncclDevKernel_AllGather_RING_LL"), Some("all-gather"));
         assert_eq!(collective_kind_of_name("ncclDevKernel_ReduceScatter_RING_LL"), Some("reduce-scatter"));
