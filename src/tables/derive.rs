@@ -1168,9 +1168,6 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     // Ops are made in event order, so each event's op (if any) is found by walking them along.
     debug_assert!(ops.windows(2).all(|w| (w[0].chunk, w[0].index) < (w[1].chunk, w[1].index)));
     let mut ops = ops.iter().peekable();
-    // Keyed by the op category's position in `op_categories` (0: not an op), not its text:
-    // this runs once per event, and integer keys hash and compare fastest.
-    let mut op_categories: Vec<&'static str> = Vec::new();
     // Each row with its op category's key. A row is found by its whole key through `index`,
     // or first through the row its name last went to on this line (`by_name`): a line's
     // events come one after another, and a name's category and op category seldom change.
@@ -1181,14 +1178,11 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
     let mut current_line = u32::MAX;
     for (ci, chunk) in capture.chunks.iter().enumerate() {
         for i in 0..chunk.len() {
-            let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category.as_str());
-            let op_category_key = op_category.map_or(0, |c| match op_categories.iter().position(|k| *k == c) {
-                Some(k) => k as u32 + 1,
-                None => {
-                    op_categories.push(c);
-                    op_categories.len() as u32
-                }
-            });
+            let op_category = ops.next_if(|op| (op.chunk as usize, op.index as usize) == (ci, i)).map(|op| op.category);
+            // Keyed by the label's byte (0: not an op), not its text: this runs once per
+            // event, and integer keys hash and compare fastest.
+            let op_category_key = op_category.map_or(0, |c| c.0 as u32 + 1);
+            let op_category = op_category.map(Label::as_str);
             let (line, name, category) = (chunk.line[i], chunk.name[i], chunk.category.get(i));
             if line != current_line {
                 for n in names_on_line.drain(..) {
