@@ -147,6 +147,24 @@ impl<'a> Fields<'a> {
         Some((&self.buf[pos..pos + len], self.base + pos))
     }
 
+    /// The next field's value when it is a varint with the one-byte `key` (field number 1 to
+    /// 15). None, with nothing read, for anything else, as [`Fields::next_bytes_keyed`].
+    #[inline]
+    pub fn next_varint_keyed(&mut self, key: u8) -> Option<u64> {
+        if self.buf.get(self.pos) != Some(&key) {
+            return None;
+        }
+        let mut pos = self.pos + 1;
+        let value = varint_at(self.buf, &mut pos)?;
+        self.pos = pos;
+        Some(value)
+    }
+
+    /// Whether every byte of the message has been read.
+    pub fn at_end(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+
     /// The next (field number, value, file offset of the value), or None at the end of the message.
     #[inline]
     pub fn next_field(&mut self) -> Result<Option<(u32, Value<'a>, usize)>, WireError> {

@@ -1016,36 +1016,20 @@ struct EventHead {
 /// again field by field, which also reports malformed bytes.
 #[inline]
 fn read_event<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>) -> Result<(EventHead, usize)> {
-    let mut head = EventHead::default();
     let mut nstats = 0;
     // Producers write the fields in field-number order, so each key is tested in turn: a
     // chain of branches that always go the same way (a `match` on the key jumps through a
-    // table, which the CPU mispredicts at every field).
-    let mut pos = 0;
-    let fast = 'usual: {
-        let scalar = |key: u8, pos: &mut usize| -> Option<Option<i64>> {
-            if ev.get(*pos) != Some(&key) {
-                return Some(None);
-            }
-            *pos += 1;
-            varint_at(ev, pos).map(|v| Some(v as i64))
-        };
-        let Some(meta_id) = scalar(0x08, &mut pos) else { break 'usual false };
-        let Some(offset_ps) = scalar(0x10, &mut pos) else { break 'usual false };
-        let Some(dur_ps) = scalar(0x18, &mut pos) else { break 'usual false };
-        (head.meta_id, head.offset_ps, head.dur_ps) = (meta_id.unwrap_or(0), offset_ps.unwrap_or(0), dur_ps.unwrap_or(0));
-        while ev.get(pos) == Some(&0x22) {
-            pos += 1;
-            let Some(n) = varint_at(ev, &mut pos).and_then(|v| usize::try_from(v).ok()).filter(|&n| n <= ev.len() - pos) else { break 'usual false };
-            push_stat(inline, extra, &ev[pos..pos + n], base + pos, &mut nstats);
-            pos += n;
-        }
-        let Some(occurrences) = scalar(0x28, &mut pos) else { break 'usual false };
-        head.aggregated = occurrences.is_some();
-        pos == ev.len()
-    };
-    if fast {
-        return Ok((head, nstats));
+    // table, which the CPU mispredicts at every field). A keyed read that does not match
+    // reads nothing, so any other layout, or malformed bytes, leaves the event unfinished.
+    let mut fields = Fields::with_base(ev, base);
+    let mut scalar = |key| fields.next_varint_keyed(key).map_or(0, |v| v as i64);
+    let (meta_id, offset_ps, dur_ps) = (scalar(0x08), scalar(0x10), scalar(0x18));
+    while let Some((stat, off)) = fields.next_bytes_keyed(0x22) {
+        push_stat(inline, extra, stat, off, &mut nstats);
+    }
+    let aggregated = fields.next_varint_keyed(0x28).is_some();
+    if fields.at_end() {
+        return Ok((EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats));
     }
     extra.clear();
     read_event_fields(ev, base, inline, extra)
