@@ -130,8 +130,9 @@ impl PartSink for MemorySink {
         // Told before the tables are built, so that statements waiting on them are planned meanwhile.
         self.watch.table_rows(part.table_rows().into_iter().chain([("events", events.iter().map(|b| b.num_rows()).sum())]));
         // The part's events are summed up now: free them before the tables are built, which
-        // is when memory peaks.
+        // is when memory peaks, and give their pages back (the tables' columns are smaller).
         capture.chunks = Vec::new();
+        crate::memory::freed_for_good();
         self.tables.append(RunTables::new(vec![("events", events)]));
         self.tables.append(tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?);
         stage_done("  part tables", &mut clock);
@@ -183,6 +184,9 @@ impl StagingSink<'_> {
 
 impl PartSink for StagingSink<'_> {
     type Error = String;
+    fn identifies_first(&self) -> bool {
+        true
+    }
     fn identified(&mut self, trace_sha256: &str) -> Result<(), String> {
         if !self.force {
             if let Some(existing) = self.store.find_by_sha(trace_sha256) {

@@ -10,7 +10,8 @@
 //! * [`compare`]: two runs → comparison, regression record and history;
 //! * [`render`]: record batches → table / CSV / JSON text;
 //! * [`ingest`]: the orchestration of decode → tables → store for one input;
-//! * [`source`]: a run to analyse, from a store or decoded in memory.
+//! * [`source`]: a run to analyse, from a store or decoded in memory;
+//! * [`memory`]: when freed memory goes back to the kernel (the binary sets the policy).
 //!
 //! The `profq` binary (src/main.rs) only parses arguments and calls these.
 
@@ -21,6 +22,7 @@ pub mod decode;
 pub mod engine;
 #[cfg(feature = "engine")]
 pub mod ingest;
+pub mod memory;
 pub mod model;
 #[cfg(feature = "engine")]
 pub mod render;

@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 extern "C" {
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    fn mi_collect(force: bool);
 }
 
 /// Sets how long mimalloc keeps freed pages before it returns them to the kernel (its
@@ -22,7 +23,8 @@ extern "C" {
 /// with the long delay both are resident, so the peak is their sum (43 MB XPlane: ~320 MB).
 /// At 0 ms every freed page goes back at once, and memory freed and taken again a moment
 /// later (column buffers of one stage) is faulted in, zeroed, each time: ~40 K faults
-/// against ~24 K at 5 ms, for ~8 MB more peak (~200 vs ~208 MB). So 5 ms.
+/// against ~24 K at 5 ms, for ~8 MB more peak (~200 vs ~208 MB). So 5 ms, where the stages
+/// do not say themselves when to give pages back ([`set_memory_policy`]).
 ///
 /// An INPUT of many parts decodes part after part, and each part's pages serve the next:
 /// returned after 5 ms they are faulted in again for every part (tiled ×10 file: ~275 K
@@ -34,6 +36,38 @@ fn purge_freed_memory_after(ms: std::ffi::c_long) {
     // `mi_option_purge_delay` in mimalloc.h (the mimalloc in Cargo.lock; stable since 2.1).
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, ms) }
+}
+
+/// Returns to the kernel every page freed so far whose purge is pending (see
+/// [`set_memory_policy`]).
+fn purge_freed_memory_now() {
+    unsafe { mi_collect(true) }
+}
+
+/// How freed memory goes back to the kernel for this command (see
+/// [`purge_freed_memory_after`]; `MIMALLOC_PURGE_DELAY` in the environment overrides it).
+///
+/// An analysis of an XPlane INPUT of one or two parts keeps freed pages for reuse and
+/// returns them once, when a part's decoded events are dropped ([`profq::memory`]): freed
+/// by the clock after 5 ms, ~420 MB of pages went back over a summarize of the 43 MB
+/// XPlane whose peak is ~225 MB committed, most of them to be faulted in and zeroed again.
+/// Against the 5 ms delay (15 interleaved rounds): ~6.8 K faults instead of ~10.2 K, 3–6 %
+/// less CPU and wall time, for ~12 MB more peak (~250 vs ~238 MB). Keeping every freed page
+/// saved twice that and cost ~50 MB of peak: pages one thread frees are often not the ones
+/// the next stage's threads search first, so only some of them are reused.
+fn set_memory_policy(command: &Command) {
+    if matches!(command, Command::Ingest { .. }) || std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    match input_xplane_bytes(command) {
+        0 => purge_freed_memory_after(5),
+        bytes if bytes > 2 * profq::decode::part_bytes() as u64 => purge_freed_memory_after(200),
+        _ => {
+            // Long enough never to expire during such an analysis: the purge comes from the stage.
+            purge_freed_memory_after(60_000);
+            profq::memory::give_back_with(purge_freed_memory_now);
+        }
+    }
 }
 
 /// Bytes of XPlane the command's INPUT holds (0 without one): past two parts' worth, its
@@ -408,11 +442,9 @@ fn key_values(pairs: &[String], flag: &str) -> Result<BTreeMap<String, String>, 
 }
 
 fn main() -> ExitCode {
+    profq::timing::mark_start();
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Ingest { .. }) && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        let many_parts = input_xplane_bytes(&cli.command) > 2 * profq::decode::part_bytes() as u64;
-        purge_freed_memory_after(if many_parts { 200 } else { 5 });
-    }
+    set_memory_policy(&cli.command);
     match cli.command {
         Command::Ingest { inputs, store, run_id, labels, force } => {
             if run_id.is_some() && inputs.len() > 1 {

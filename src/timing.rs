@@ -3,7 +3,16 @@
 //! time is its own rather than shared with the others running beside it, and splits each
 //! SQL statement's time into planning (SQL to plan; optimize and physical plan) and execution.
 
+use std::sync::OnceLock;
 use std::time::Instant;
+
+static PROCESS_START: OnceLock<Instant> = OnceLock::new();
+
+/// Marks the start of the process: each stage line then also says when it ended since
+/// then (which stages wait on others shows in these times, not in the stage durations).
+pub fn mark_start() {
+    PROCESS_START.get_or_init(Instant::now);
+}
 
 pub fn enabled() -> bool {
     std::env::var_os("PROFQ_TIMING").is_some()
@@ -41,7 +50,11 @@ pub fn stage_done(stage: &str, since: &mut Instant) {
     if enabled() {
         let (now, peak) = rss_mib();
         let (cpu, faults) = cpu_and_faults();
-        eprintln!("profq: timing: {stage}: {:.3} s (so far: CPU {cpu:.2} s, {faults} faults; RSS {now} MiB, peak {peak} MiB)", since.elapsed().as_secs_f64());
+        let at_ms = PROCESS_START.get().map_or(0.0, |t| t.elapsed().as_secs_f64() * 1e3);
+        eprintln!(
+            "profq: timing: {stage}: {:.3} s (at {at_ms:.1} ms; so far: CPU {cpu:.2} s, {faults} faults; RSS {now} MiB, peak {peak} MiB)",
+            since.elapsed().as_secs_f64()
+        );
     }
     *since = Instant::now();
 }

@@ -273,9 +273,16 @@ pub fn part_bytes() -> usize {
 /// thread of their own, while the next part decodes.
 pub trait PartSink: Send {
     type Error: Send;
-    /// The run's trace_sha256, known before the first part (a sink may refuse the run here).
+    /// The run's trace_sha256: before the first part when [`PartSink::identifies_first`]
+    /// (a sink may refuse the run here), else after the last.
     fn identified(&mut self, _trace_sha256: &str) -> Result<(), Self::Error> {
         Ok(())
+    }
+    /// Whether the sink must learn the digest before any part. A sink that does not take
+    /// its parts while the file is still being hashed (~20 ms for 43 MB), which would
+    /// hold up the decoder at its first hand-over.
+    fn identifies_first(&self) -> bool {
+        false
     }
     fn part(&mut self, capture: &mut Capture) -> Result<(), Self::Error>;
     /// Which args the sink reads (see [`Capture::args_kept`]); None: all of them.
@@ -394,9 +401,10 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
     let mut xplanes = maps.iter().zip(&layouts);
     let prepare_part = sink.prepare_part();
     let trace_sha256 = std::thread::scope(|scope| {
-        // The files are hashed on another core while the first part decodes; the sink learns
-        // the digest before it receives that part.
+        // The files are hashed on another core while the parts decode; a sink that
+        // identifies first learns the digest before it receives the first part.
         let hasher = scope.spawn(|| run_digest(files));
+        let identifies_first = sink.identifies_first();
         // Parts go to the sink's thread. When it overlaps the decode, a part is derived there
         // while the next one decodes; the channel holds no part, so at most two parts'
         // events are in memory at once. Otherwise the decoder waits for each part's receipt.
@@ -404,13 +412,21 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
         let (parts, received) = std::sync::mpsc::sync_channel::<Capture>(0);
         let (receipt, receipts) = std::sync::mpsc::channel::<()>();
         let receiver = scope.spawn(move || -> Result<String, LoadError<S::Error>> {
-            let digest = hasher.join().expect("hash thread")?;
-            sink.identified(&digest).map_err(LoadError::Sink)?;
+            let mut hasher = Some(hasher);
+            let mut identify = |sink: &mut S| -> Result<String, LoadError<S::Error>> {
+                let digest = hasher.take().expect("identified once").join().expect("hash thread")?;
+                sink.identified(&digest).map_err(LoadError::Sink)?;
+                Ok(digest)
+            };
+            let first = if identifies_first { Some(identify(sink)?) } else { None };
             for mut part in received {
                 sink.part(&mut part).map_err(LoadError::Sink)?;
                 let _ = receipt.send(());
             }
-            Ok(digest)
+            match first {
+                Some(digest) => Ok(digest),
+                None => identify(sink),
+            }
         });
         let mut hand_over = move |capture: &mut Capture| -> Result<(), Stop> {
             if let Some(prepare) = prepare_part {
