@@ -347,7 +347,7 @@ fn scan_lines<'a>(lines: &[PendingLine<'a>]) -> Vec<ScannedLine<'a>> {
         });
         header.map(|header| (header, events))
     };
-    let workers = worker_count().min(lines.len());
+    let workers = crate::work_queue::workers().min(lines.len());
     let total: usize = lines.iter().map(|l| l.2.len()).sum();
     if workers <= 1 || total < (1 << 20) {
         return lines.iter().map(|&(_, _, bytes, off)| scan(bytes, off)).collect();
@@ -361,15 +361,10 @@ fn scan_lines<'a>(lines: &[PendingLine<'a>]) -> Vec<ScannedLine<'a>> {
         least.1.push(i);
     }
     let mut out: Vec<Option<ScannedLine<'a>>> = (0..lines.len()).map(|_| None).collect();
-    std::thread::scope(|s| {
-        let handles: Vec<_> =
-            shares.iter().map(|(_, indices)| s.spawn(move || indices.iter().map(|&i| (i, scan(lines[i].2, lines[i].3))).collect::<Vec<_>>())).collect();
-        for h in handles {
-            for (i, r) in h.join().expect("line scanner panicked") {
-                out[i] = Some(r);
-            }
-        }
-    });
+    let scanned = crate::work_queue::map_in_order(shares, |(_, indices)| indices.into_iter().map(|i| (i, scan(lines[i].2, lines[i].3))).collect::<Vec<_>>());
+    for (i, r) in scanned.into_iter().flatten() {
+        out[i] = Some(r);
+    }
     out.into_iter().map(|r| r.expect("every line scanned")).collect()
 }
 
@@ -539,12 +534,12 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     // Pass 2: events, in parallel. Lines are cut into units of similar size (one line of a
     // CPU capture can hold most of the events), decoded on all workers, then put back together
     // line by line into chunks whose nesting is computed in parallel too.
-    let workers = worker_count();
+    let workers = crate::work_queue::workers();
     let units = plan_units(&jobs, workers);
     let pool = &capture.strings;
     let ctxs = &ctxs;
     let decoded: Vec<Result<EventChunk>> =
-        crate::work_queue::map_in_order(units.iter().collect(), workers, |u: &Unit| decode_unit(&jobs[u.job], u.events.clone(), ctxs, pool));
+        crate::work_queue::map_in_order(units.iter().collect(), |u: &Unit| decode_unit(&jobs[u.job], u.events.clone(), ctxs, pool));
     crate::timing::stage_done("  xplane events", &mut clock);
     // The events are decoded: the planes' pages can go before their chunks are put together.
     for plane in planes {
@@ -581,10 +576,6 @@ fn program_id_from_module_name(name: &str) -> Option<i64> {
     let open = name.rfind('(')?;
     let inner = name[open + 1..].strip_suffix(')')?;
     inner.parse::<u64>().ok().map(|v| v as i64)
-}
-
-fn worker_count() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 16)
 }
 
 /// A run of consecutive events of one line, decoded as one piece.
@@ -672,7 +663,7 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: 
             (run, first)
         })
         .collect();
-    let assembled = crate::work_queue::map_in_order(runs, n, |(run, first)| run.assembled(first));
+    let assembled = crate::work_queue::map_in_order(runs, |(run, first)| run.assembled(first));
     Ok(assembled.into_iter().flatten().collect())
 }
 

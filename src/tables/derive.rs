@@ -498,10 +498,10 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     ids
 }
 
-/// The part's events cut into about one unit per core, each unit one or more runs of
+/// The part's events cut into about one unit per worker, each unit one or more runs of
 /// consecutive events of a chunk, (chunk index, event range), in event order.
 fn event_units(capture: &Capture) -> Vec<Vec<(usize, std::ops::Range<usize>)>> {
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let workers = crate::work_queue::workers();
     let per_unit = capture.num_events().div_ceil(workers).max(1);
     let (mut units, mut unit, mut filled) = (Vec::new(), Vec::new(), 0);
     for (ci, chunk) in capture.chunks.iter().enumerate() {
@@ -730,9 +730,9 @@ impl Deriver {
         let first_new_device_step = self.device_steps.len();
         self.device_steps.extend(part_device_steps);
 
-        // Ops, a unit of events per thread (a CPU capture's busiest thread can be most of a
-        // part's events): their events are found first, so that every thread fills its own
-        // slice of one vector; strings made on each thread then join the first unit's.
+        // Ops, a unit of events per worker (a CPU capture's busiest thread can be most of a
+        // part's events): their events are found first, so that every unit fills its own
+        // slice of one vector; strings made for each unit then join the first unit's.
         let hosts_with_device_ops = &self.hosts_with_device_ops;
         // What makes an event of each line an op: its line's plane kind, and for host lines
         // whether the host's device planes hold the ops instead.
@@ -747,63 +747,55 @@ impl Deriver {
         crate::timing::stage_done("    derive: modules, steps", &mut clock);
         let units = event_units(capture);
         // Each unit's op events: (chunk index, event index).
-        let op_events: Vec<Vec<(u32, u32)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = units
-                .iter()
-                .map(|runs| {
-                    let (roles, line_kinds) = (&roles, &line_kinds);
-                    s.spawn(move || {
-                        let mut found = Vec::new();
-                        for (ci, range) in runs {
-                            let chunk = &capture.chunks[*ci];
-                            found.extend(
-                                range
-                                    .clone()
-                                    .filter(|&i| match line_kinds[chunk.line[i] as usize] {
-                                        (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
-                                        (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.get(i) != NO_STR,
-                                        (PlaneKind::Other, _) => false,
-                                    })
-                                    .map(|i| (*ci as u32, i as u32)),
-                            );
-                        }
-                        found
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("op finder panicked")).collect()
-        });
+        let op_events: Vec<Vec<(u32, u32)>> = {
+            let (roles, line_kinds) = (&roles, &line_kinds);
+            crate::work_queue::map_in_order(units.iter().collect(), |runs| {
+                let mut found = Vec::new();
+                for (ci, range) in runs {
+                    let chunk = &capture.chunks[*ci];
+                    found.extend(
+                        range
+                            .clone()
+                            .filter(|&i| match line_kinds[chunk.line[i] as usize] {
+                                (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
+                                (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.get(i) != NO_STR,
+                                (PlaneKind::Other, _) => false,
+                            })
+                            .map(|i| (*ci as u32, i as u32)),
+                    );
+                }
+                found
+            })
+        };
         crate::timing::stage_done("    derive: ops found", &mut clock);
-        // The rows are written once, in place, by the threads that make them: no default rows
+        // The rows are written once, in place, by the workers that make them: no default rows
         // written (and their fresh pages faulted in) on this thread first.
         let op_count = op_events.iter().map(Vec::len).sum();
         let mut ops: Vec<Op> = Vec::with_capacity(op_count);
-        let per_unit_strings: Vec<LocalStrings> = std::thread::scope(|s| {
+        let per_unit_strings: Vec<LocalStrings> = {
             let mut rest = &mut ops.spare_capacity_mut()[..op_count];
-            let handles: Vec<_> = op_events
-                .iter()
-                .map(|events| {
-                    let (slots, tail) = std::mem::take(&mut rest).split_at_mut(events.len());
-                    rest = tail;
-                    let (module_windows, chunk_base) = (&module_windows, &chunk_base);
-                    s.spawn(move || {
-                        let mut caches = OpCaches::default();
-                        for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
-                            let (ci, i) = (ci as usize, i as usize);
-                            let chunk = &capture.chunks[ci];
-                            let line = &capture.lines[chunk.line[i] as usize];
-                            let plane = &capture.planes[line.plane as usize];
-                            slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows));
-                        }
-                        caches.strings
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("op deriver panicked")).collect()
-        });
+            let mut work = Vec::new();
+            for events in &op_events {
+                let (slots, tail) = std::mem::take(&mut rest).split_at_mut(events.len());
+                rest = tail;
+                work.push((slots, events));
+            }
+            let (module_windows, chunk_base) = (&module_windows, &chunk_base);
+            crate::work_queue::map_in_order(work, |(slots, events): (&mut [std::mem::MaybeUninit<Op>], &Vec<(u32, u32)>)| {
+                let mut caches = OpCaches::default();
+                for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
+                    let (ci, i) = (ci as usize, i as usize);
+                    let chunk = &capture.chunks[ci];
+                    let line = &capture.lines[chunk.line[i] as usize];
+                    let plane = &capture.planes[line.plane as usize];
+                    slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows));
+                }
+                caches.strings
+            })
+        };
         // SAFETY: the units' slices split `0..op_count` among them without a gap, and each
-        // thread wrote every slot of its slice (zipped with as many events); a thread that
-        // panicked stopped this thread at its join, before this line.
+        // unit's worker wrote every slot of its slice (zipped with as many events); a worker
+        // that panicked raised its panic in `map_in_order` above, before this line.
         unsafe { ops.set_len(op_count) };
         crate::timing::stage_done("    derive: ops made", &mut clock);
         let mut per_unit_strings = per_unit_strings.into_iter();
@@ -829,20 +821,22 @@ impl Deriver {
         assign_steps(&mut ops, &known_steps);
 
         crate::timing::stage_done("    derive: strings, devices, step numbers", &mut clock);
-        // What folds into the run's state here; the part's own gaps and totals on a second thread.
-        let (collectives, (gaps, gap_totals), event_totals, op_totals) = std::thread::scope(|s| {
-            let part_tables = s.spawn(|| {
+        // What folds into the run's state, beside the part's own gaps and totals.
+        let ((gaps, event_totals), (collectives, op_totals)) = crate::work_queue::join(
+            || {
                 let gaps = find_gaps(capture, &ops);
                 let gap_totals = gap_totals(&gaps, &ops);
                 ((gaps, gap_totals), event_totals(capture, &ops))
-            });
-            let collectives = collectives_of(&ops);
-            let op_totals = op_totals(&ops);
-            self.fold_step_activity(&ops, first_new_device_step);
-            self.fold_regions(&ops, &strings);
-            let (gaps, event_totals) = part_tables.join().expect("gap and total deriver panicked");
-            (collectives, gaps, event_totals, op_totals)
-        });
+            },
+            || {
+                let collectives = collectives_of(&ops);
+                let op_totals = op_totals(&ops);
+                self.fold_step_activity(&ops, first_new_device_step);
+                self.fold_regions(&ops, &strings);
+                (collectives, op_totals)
+            },
+        );
+        let (gaps, gap_totals) = gaps;
         crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));

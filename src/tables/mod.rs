@@ -66,41 +66,35 @@ pub fn build(capture: &mut Capture, info: &RunInfo) -> Result<RunTables> {
 }
 
 /// The tables of the part of a run now in `capture.chunks`: its `events` batches, and its
-/// `ops`, `collectives` and `gaps` (built at the same time on another thread).
+/// `ops`, `collectives` and `gaps` (built beside them on the worker pool).
 pub fn build_part(capture: &mut Capture, deriver: &mut derive::Deriver) -> Result<(Vec<RecordBatch>, RunTables)> {
     let ids = derive::prepare_strings(capture);
     let capture = &*capture;
     let first_event_id = deriver.next_event_id();
-    std::thread::scope(|s| {
-        let events = s.spawn(|| events_batches(capture, first_event_id));
-        let part = deriver.part(capture, &ids);
-        let others = part_tables(capture, &part);
-        Ok((events.join().expect("events builder panicked")?, others?))
-    })
+    let (events, others) = crate::work_queue::join(
+        || events_batches(capture, first_event_id),
+        || {
+            let part = deriver.part(capture, &ids);
+            part_tables(capture, &part)
+        },
+    );
+    Ok((events?, others?))
 }
 
 /// The `events` table: one batch per decoded chunk, built in parallel.
 pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<RecordBatch>> {
     let bases = derive::chunk_bases(capture, first_event_id);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = capture
-            .chunks
-            .iter()
-            .zip(bases)
-            .filter(|(c, _)| !c.is_empty())
-            .map(|(chunk, base)| s.spawn(move || events_batch(capture, chunk, first_event_id, base, 0..chunk.len(), None)))
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("events batch builder panicked")).collect::<Result<Vec<_>>>()
-    })
+    let chunks: Vec<_> = capture.chunks.iter().zip(bases).filter(|(c, _)| !c.is_empty()).collect();
+    crate::work_queue::map_in_order(chunks, |(chunk, base)| events_batch(capture, chunk, first_event_id, base, 0..chunk.len(), None)).into_iter().collect()
 }
 
 /// The tables made of a part's ops (`ops`, the largest, built beside the five others).
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
     // One values array for every local-string column of the part's tables.
     let locals = &local_strings(part);
-    let (ops, others) = std::thread::scope(|s| {
-        let ops = s.spawn(|| ops_batch(capture, part, locals));
-        let others = (|| -> Result<[RecordBatch; 5]> {
+    let (ops, others) = crate::work_queue::join(
+        || ops_batch(capture, part, locals),
+        || -> Result<[RecordBatch; 5]> {
             Ok([
                 collectives_batch(capture, part)?,
                 gaps_batch(capture, part, locals)?,
@@ -108,9 +102,8 @@ pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunT
                 op_totals_batch(capture, part, locals)?,
                 gap_totals_batch(capture, part, locals)?,
             ])
-        })();
-        (ops.join().expect("ops table builder panicked"), others)
-    });
+        },
+    );
     let [collectives, gaps, event_totals, op_totals, gap_totals] = others?;
     let batches = [ops?, collectives, gaps, event_totals, op_totals, gap_totals];
     Ok(RunTables::new(derive::PART_TABLES.into_iter().zip(batches).map(|(name, batch)| (name, vec![batch])).collect()))
