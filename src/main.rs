@@ -53,8 +53,8 @@ fn purge_freed_memory_now() {
 /// XPlane whose peak is ~225 MB committed, most of them to be faulted in and zeroed again.
 /// Against the 5 ms delay (15 interleaved rounds): ~6.8 K faults instead of ~10.2 K, 3–6 %
 /// less CPU and wall time, for ~12 MB more peak (~250 vs ~238 MB). Keeping every freed page
-/// saved twice that and cost ~50 MB of peak: pages one thread frees are often not the ones
-/// the next stage's threads search first, so only some of them are reused.
+/// saved twice that but cost ~50 MB of peak (~286 MB, xprof-rs's): later stages reuse only
+/// some of the pages earlier ones free.
 fn set_memory_policy(command: &Command) {
     if matches!(command, Command::Ingest { .. }) || std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;

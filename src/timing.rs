@@ -10,6 +10,7 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 
 /// Marks the start of the process: each stage line then also says when it ended since
 /// then (which stages wait on others shows in these times, not in the stage durations).
+/// Where nothing marked it, the times count from the first stage line.
 pub fn mark_start() {
     PROCESS_START.get_or_init(Instant::now);
 }
@@ -50,7 +51,7 @@ pub fn stage_done(stage: &str, since: &mut Instant) {
     if enabled() {
         let (now, peak) = rss_mib();
         let (cpu, faults) = cpu_and_faults();
-        let at_ms = PROCESS_START.get().map_or(0.0, |t| t.elapsed().as_secs_f64() * 1e3);
+        let at_ms = PROCESS_START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3;
         eprintln!(
             "profq: timing: {stage}: {:.3} s (at {at_ms:.1} ms; so far: CPU {cpu:.2} s, {faults} faults; RSS {now} MiB, peak {peak} MiB)",
             since.elapsed().as_secs_f64()

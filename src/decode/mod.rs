@@ -247,8 +247,9 @@ fn release(map: &memmap2::Mmap, bytes: &[u8]) {
 }
 
 /// sha256 of a mapped file, read in place a window at a time, each window's pages dropped
-/// once hashed (hashing must not make the file resident): no copy of the file into a buffer,
-/// as reading it would make (~20 % of the hash's CPU time).
+/// once hashed (hashing must not make the file resident; the decoder reads any it still
+/// needs back from the file). In place, it saves the copy into a buffer that `read()`
+/// makes: ~20 % of the hash's CPU time.
 fn sha256_map(map: &memmap2::Mmap) -> String {
     let mut h = Sha256::new();
     for window in map.chunks(4 << 20) {
@@ -290,9 +291,9 @@ pub trait PartSink: Send {
     fn identified(&mut self, _trace_sha256: &str) -> Result<(), Self::Error> {
         Ok(())
     }
-    /// Whether the sink must learn the digest before any part. A sink that does not take
-    /// its parts while the file is still being hashed (~20 ms for 43 MB), which would
-    /// hold up the decoder at its first hand-over.
+    /// Whether the sink must learn the digest before any part (to refuse a run it already
+    /// holds). Other sinks take parts while the file is still being hashed (~20 ms for 43 MB)
+    /// instead of holding up the decoder at its first hand-over.
     fn identifies_first(&self) -> bool {
         false
     }
