@@ -822,7 +822,7 @@ impl Deriver {
 
         crate::timing::stage_done("    derive: strings, devices, step numbers", &mut clock);
         // What folds into the run's state, beside the part's own gaps and totals.
-        let ((gaps, event_totals), (collectives, op_totals)) = crate::work_queue::join(
+        let (((gaps, gap_totals), event_totals), (collectives, op_totals)) = crate::work_queue::join(
             || {
                 let gaps = find_gaps(capture, &ops);
                 let gap_totals = gap_totals(&gaps, &ops);
@@ -836,7 +836,6 @@ impl Deriver {
                 (collectives, op_totals)
             },
         );
-        let (gaps, gap_totals) = gaps;
         crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
