@@ -16,6 +16,7 @@ use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTable
 use datafusion::datasource::MemTable;
 use datafusion::execution::context::SQLOptions;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::optimizer::OptimizerRule;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::*;
 use std::path::Path;
@@ -82,12 +83,41 @@ fn in_memory_session(spread: Spread) -> SessionContext {
     let ctx = match spread {
         Spread::Wide => SessionContext::new_with_config(config),
         Spread::Narrow => {
-            let state = SessionStateBuilder::new().with_config(config).with_default_features().with_physical_optimizer_rules(narrow_physical_rules()).build();
+            let state = SessionStateBuilder::new()
+                .with_config(config)
+                .with_default_features()
+                .with_optimizer_rules(narrow_logical_rules())
+                .with_physical_optimizer_rules(narrow_physical_rules())
+                .build();
             SessionContext::new_with_state(state)
         }
     };
     functions::register(&ctx);
     ctx
+}
+
+/// The logical optimizer rules of a [`Spread::Narrow`] session: DataFusion's, less those
+/// that only pay off on plans profq's queries do not have (empty relations, constant group
+/// keys, duplicated expressions, unions, outer joins that filters make inner).
+fn narrow_logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
+    use datafusion::optimizer::{
+        decorrelate_lateral_join::DecorrelateLateralJoin, decorrelate_predicate_subquery::DecorrelatePredicateSubquery,
+        eliminate_cross_join::EliminateCrossJoin, extract_equijoin_predicate::ExtractEquijoinPredicate, optimize_projections::OptimizeProjections,
+        push_down_filter::PushDownFilter, replace_distinct_aggregate::ReplaceDistinctWithAggregate, rewrite_set_comparison::RewriteSetComparison,
+        scalar_subquery_to_join::ScalarSubqueryToJoin, simplify_expressions::SimplifyExpressions,
+    };
+    vec![
+        Arc::new(RewriteSetComparison::new()),
+        Arc::new(SimplifyExpressions::new()),
+        Arc::new(ReplaceDistinctWithAggregate::new()),
+        Arc::new(DecorrelatePredicateSubquery::new()),
+        Arc::new(ScalarSubqueryToJoin::new()),
+        Arc::new(DecorrelateLateralJoin::new()),
+        Arc::new(ExtractEquijoinPredicate::new()),
+        Arc::new(EliminateCrossJoin::new()),
+        Arc::new(PushDownFilter::new()),
+        Arc::new(OptimizeProjections::new()),
+    ]
 }
 
 /// The physical optimizer rules of a [`Spread::Narrow`] session: DataFusion's, less those
