@@ -79,19 +79,11 @@ fn session_config(partitions: usize) -> SessionConfig {
 
 /// A session for tables held in memory, with profq's SQL functions.
 fn in_memory_session(spread: Spread) -> SessionContext {
-    let config = session_config(spread.partitions());
-    let ctx = match spread {
-        Spread::Wide => SessionContext::new_with_config(config),
-        Spread::Narrow => {
-            let state = SessionStateBuilder::new()
-                .with_config(config)
-                .with_default_features()
-                .with_optimizer_rules(narrow_logical_rules())
-                .with_physical_optimizer_rules(narrow_physical_rules())
-                .build();
-            SessionContext::new_with_state(state)
-        }
-    };
+    let mut state = SessionStateBuilder::new().with_config(session_config(spread.partitions())).with_default_features();
+    if spread == Spread::Narrow {
+        state = state.with_optimizer_rules(narrow_logical_rules()).with_physical_optimizer_rules(narrow_physical_rules());
+    }
+    let ctx = SessionContext::new_with_state(state.build());
     functions::register(&ctx);
     ctx
 }
