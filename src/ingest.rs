@@ -253,6 +253,7 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
         return Ok(0);
     }
     let files = store::part_files(rows, slices.len());
+    let pool = &tables::columns::pool_values(&capture.strings);
     std::thread::scope(|s| {
         let handles: Vec<_> = slices
             .chunks(slices.len().div_ceil(files))
@@ -260,7 +261,7 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
                 s.spawn(move || -> Result<(), String> {
                     let mut writer = store::PartWriter::next_part(staged, "events")?;
                     for slice in run {
-                        writer.write(&tables::events_slice_batch(capture, slice).map_err(|e| format!("building events: {e}"))?)?;
+                        writer.write(&tables::events_slice_batch(capture, slice, pool).map_err(|e| format!("building events: {e}"))?)?;
                     }
                     writer.finish()
                 })

@@ -298,6 +298,10 @@ struct NameColumn {
     dictionary: StringPool,
     /// The batch's dictionary keys remapped to this column's (u32::MAX: not seen yet).
     remap: Vec<u32>,
+    /// The dictionary values `remap` is for: batches sharing their values array (events
+    /// keyed by pool id) keep one remap across the row group. Held, so that its memory is
+    /// never another array's while compared.
+    remapped_values: Option<ArrayRef>,
     page_keys: Vec<u32>,
     /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
     page_levels: Vec<u8>,
@@ -320,6 +324,7 @@ impl NameColumn {
             page_rows_limit: props.data_page_row_count_limit().max(1),
             dictionary: StringPool::default(),
             remap: Vec::new(),
+            remapped_values: None,
             page_keys: Vec::new(),
             page_levels: Vec::new(),
             page_rows: 0,
@@ -334,8 +339,11 @@ impl NameColumn {
         if !nullable && dict.logical_null_count() > 0 {
             return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
         }
-        self.remap.clear();
-        self.remap.resize(values.len(), u32::MAX);
+        if !self.remapped_values.as_ref().is_some_and(|v| Arc::ptr_eq(v, dict.values())) {
+            self.remap.clear();
+            self.remap.resize(values.len(), u32::MAX);
+            self.remapped_values = Some(dict.values().clone());
+        }
         let all_present = keys.null_count() == 0 && values.null_count() == 0;
         let mut row = 0;
         while row < dict.len() {

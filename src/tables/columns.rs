@@ -7,6 +7,40 @@ use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Int32Type};
 use std::sync::Arc;
 
+/// How a batch's name columns hold their pool ids.
+pub enum NameColumns<'a> {
+    /// Each column its own compact dictionary of the values it uses (tables analysed in
+    /// memory: DataFusion hashes and compares the values, so they are kept few).
+    Compact(DictEncoder<'a>),
+    /// Every column keyed by pool id over the part's whole pool ([`pool_values`]), shared by
+    /// every batch (tables only written: the Parquet writer maps each pool id to its column
+    /// dictionary once per row group instead of once per batch).
+    Pool(&'a ArrayRef),
+}
+
+impl NameColumns<'_> {
+    pub fn encode(&mut self, ids: impl Iterator<Item = u32>) -> ArrayRef {
+        match self {
+            NameColumns::Compact(dict) => dict.encode(ids),
+            NameColumns::Pool(values) => shared_dict(values, ids),
+        }
+    }
+}
+
+/// Every string of the pool, in id order: the dictionary values of [`NameColumns::Pool`].
+pub fn pool_values(pool: &StringPool) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values((0..pool.len() as u32).map(|id| pool.get(id).unwrap_or(""))))
+}
+
+/// A dictionary column of ids into `values`, shared with other columns and batches; an id
+/// past the values (`NO_STR`) is null.
+pub fn shared_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
+    let len = values.len();
+    let keys = dict_keys(ids.map(|id| ((id as usize) < len).then_some(id as i32)));
+    // SAFETY: every key is below `values.len()`: ids past it became nulls above.
+    Arc::new(unsafe { DictionaryArray::<Int32Type>::new_unchecked(keys, values.clone()) })
+}
+
 /// Builds compact dictionary arrays from pool ids, reusing one remap table.
 pub struct DictEncoder<'a> {
     pool: &'a StringPool,
@@ -33,8 +67,8 @@ impl<'a> DictEncoder<'a> {
         for id in used {
             self.remap[id as usize] = -1;
         }
-        let dict = DictionaryArray::<Int32Type>::try_new(keys, Arc::new(StringArray::from(values))).expect("dictionary keys are in range");
-        Arc::new(dict)
+        // SAFETY: every key is a position in `values`, given when its value was pushed.
+        Arc::new(unsafe { DictionaryArray::<Int32Type>::new_unchecked(keys, Arc::new(StringArray::from(values))) })
     }
 }
 

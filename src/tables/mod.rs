@@ -85,7 +85,11 @@ pub fn build_part(capture: &mut Capture, deriver: &mut derive::Deriver) -> Resul
 pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<RecordBatch>> {
     let bases = derive::chunk_bases(capture, first_event_id);
     let chunks: Vec<_> = capture.chunks.iter().zip(bases).filter(|(c, _)| !c.is_empty()).collect();
-    crate::work_queue::map_in_order(chunks, |(chunk, base)| events_batch(capture, chunk, first_event_id, base, 0..chunk.len(), None)).into_iter().collect()
+    crate::work_queue::map_in_order(chunks, |(chunk, base)| {
+        events_batch(capture, chunk, first_event_id, base, 0..chunk.len(), None, NameColumns::Compact(DictEncoder::new(&capture.strings)))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The tables made of a part's ops (`ops`, the largest, built beside the five others).
@@ -183,21 +187,29 @@ pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usiz
     slices
 }
 
-/// The `events` rows of one slice.
-pub fn events_slice_batch(capture: &Capture, slice: &EventSlice) -> Result<RecordBatch> {
-    events_batch(capture, slice.chunk, slice.part_base, slice.base, slice.rows.clone(), None)
+/// The `events` rows of one slice, to be written: its name columns are keyed by pool id
+/// over `pool` ([`pool_values`] of the capture's strings; [`NameColumns::Pool`]).
+pub fn events_slice_batch(capture: &Capture, slice: &EventSlice, pool: &ArrayRef) -> Result<RecordBatch> {
+    events_batch(capture, slice.chunk, slice.part_base, slice.base, slice.rows.clone(), None, NameColumns::Pool(pool))
 }
 
 /// The `events` rows of `chunk`'s events `rows` (ascending), numbered as in the whole table.
 fn picked_events_batch(capture: &Capture, chunk: &EventChunk, part_base: i64, base: i64, rows: &[u32]) -> Result<RecordBatch> {
-    events_batch(capture, &chunk.picked(rows), part_base, base, 0..rows.len(), Some(rows))
+    events_batch(capture, &chunk.picked(rows), part_base, base, 0..rows.len(), Some(rows), NameColumns::Compact(DictEncoder::new(&capture.strings)))
 }
 
 /// The `events` rows of `c`'s events `rows`. Event `i` is event `base + i` of the table, or
 /// `base + original[i]` when `c` holds events picked out of a chunk; its parent is event
 /// `part_base + parent[i]` (parents are positions in the part).
-fn events_batch(capture: &Capture, c: &EventChunk, part_base: i64, base: i64, rows: std::ops::Range<usize>, original: Option<&[u32]>) -> Result<RecordBatch> {
-    let mut dict = DictEncoder::new(&capture.strings);
+fn events_batch(
+    capture: &Capture,
+    c: &EventChunk,
+    part_base: i64,
+    base: i64,
+    rows: std::ops::Range<usize>,
+    original: Option<&[u32]>,
+    mut dict: NameColumns,
+) -> Result<RecordBatch> {
     let r = || rows.clone();
     let event_ids = match original {
         None => i64s(r().map(|i| base + i as i64)),
@@ -275,8 +287,7 @@ fn local_strings(d: &derive::PartDerived) -> ArrayRef {
 
 /// A dictionary column of local string ids over `values` (from [`local_strings`]).
 fn local_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
-    let keys = dict_keys(ids.map(|id| (id != NO_STR).then_some(id as i32)));
-    Arc::new(DictionaryArray::<arrow::datatypes::Int32Type>::try_new(keys, values.clone()).expect("local string ids are in range"))
+    shared_dict(values, ids)
 }
 
 fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
@@ -531,7 +542,8 @@ mod tests {
         derive::prepare_strings(&mut capture);
         let whole = events_batches(&capture, 0).unwrap();
         // An odd slice length, so slices start inside events' args.
-        let sliced: Vec<RecordBatch> = event_slices(&capture, 0, 777).iter().map(|slice| events_slice_batch(&capture, slice).unwrap()).collect();
+        let pool = pool_values(&capture.strings);
+        let sliced: Vec<RecordBatch> = event_slices(&capture, 0, 777).iter().map(|slice| events_slice_batch(&capture, slice, &pool).unwrap()).collect();
         let schema = whole[0].schema();
         let whole = arrow::compute::concat_batches(&schema, &whole).unwrap();
         let sliced = arrow::compute::concat_batches(&schema, &sliced).unwrap();
