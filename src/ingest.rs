@@ -254,12 +254,14 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
     }
     let files = store::part_files(rows, slices.len());
     let pool = &tables::columns::pool_values(&capture.strings);
+    let runs: Vec<_> = slices.chunks(slices.len().div_ceil(files)).collect();
+    let writers: Vec<store::PartWriter> = store::PartWriter::next_parts(staged, "events", runs.len())?;
     std::thread::scope(|s| {
-        let handles: Vec<_> = slices
-            .chunks(slices.len().div_ceil(files))
-            .map(|run| {
+        let handles: Vec<_> = runs
+            .into_iter()
+            .zip(writers)
+            .map(|(run, mut writer)| {
                 s.spawn(move || -> Result<(), String> {
-                    let mut writer = store::PartWriter::next_part(staged, "events")?;
                     for slice in run {
                         writer.write(&tables::events_slice_batch(capture, slice, pool).map_err(|e| format!("building events: {e}"))?)?;
                     }

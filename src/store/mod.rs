@@ -271,10 +271,13 @@ pub struct PartWriter {
 }
 
 impl PartWriter {
-    /// Starts the next part file of `table` in a staged run.
-    pub fn next_part(staged: &Staged, table: &str) -> Result<PartWriter, String> {
-        let number = staged.take_part_numbers(table, 1);
-        PartWriter::create(&staged.partition(table).join(format!("part-{number}.parquet")), table)
+    /// Starts part files of `table` in a staged run: `count` writers numbered in order, so
+    /// that writers running at once get their numbers from their place, not from which
+    /// thread starts first.
+    pub fn next_parts(staged: &Staged, table: &str, count: usize) -> Result<Vec<PartWriter>, String> {
+        let first = staged.take_part_numbers(table, count);
+        let dir = staged.partition(table);
+        (first..first + count).map(|number| PartWriter::create(&dir.join(format!("part-{number}.parquet")), table)).collect()
     }
 
     fn create(path: &Path, table: &str) -> Result<PartWriter, String> {

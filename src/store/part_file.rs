@@ -341,8 +341,13 @@ impl NameColumn {
         }
         if !self.remapped_values.as_ref().is_some_and(|v| Arc::ptr_eq(v, dict.values())) {
             self.remap.clear();
-            self.remap.resize(values.len(), u32::MAX);
             self.remapped_values = Some(dict.values().clone());
+        }
+        // Only as long as the keys in use need: a shared values array can be a part's whole
+        // string pool, most of which a column never refers to.
+        let needed = keys.values().iter().copied().max().map_or(0, |k| (k.max(0) as usize + 1).min(values.len()));
+        if self.remap.len() < needed {
+            self.remap.resize(needed, u32::MAX);
         }
         let all_present = keys.null_count() == 0 && values.null_count() == 0;
         let mut row = 0;
