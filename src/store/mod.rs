@@ -185,9 +185,8 @@ impl Store {
 
     /// Writes tables into a staging directory; a large table is split into parts written in parallel.
     pub fn write_tables(&self, staged: &Staged, tables: &[(&str, Vec<arrow::record_batch::RecordBatch>)]) -> Result<(), String> {
-        let mut jobs: Vec<(PathBuf, &str, &[arrow::record_batch::RecordBatch])> = Vec::new();
+        let mut jobs: Vec<(PartWriter, &[arrow::record_batch::RecordBatch])> = Vec::new();
         for (name, batches) in tables {
-            let dir_of = staged.partition(name);
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
             let parts = part_files(rows, batches.len());
             let per_part = batches.len().div_ceil(parts).max(1);
@@ -195,13 +194,11 @@ impl Store {
             if chunks.is_empty() {
                 chunks.push(&[]);
             }
-            let first = staged.take_part_numbers(name, chunks.len());
-            for (k, chunk) in chunks.into_iter().enumerate() {
-                jobs.push((dir_of.join(format!("part-{}.parquet", first + k)), name, chunk));
-            }
+            let writers = PartWriter::next_parts(staged, name, chunks.len())?;
+            jobs.extend(writers.into_iter().zip(chunks));
         }
         let results: Vec<Result<(), String>> = std::thread::scope(|s| {
-            let handles: Vec<_> = jobs.iter().map(|(path, name, batches)| s.spawn(move || write_parquet(path, name, batches))).collect();
+            let handles: Vec<_> = jobs.into_iter().map(|(writer, batches)| s.spawn(move || writer.write_all(batches))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("writer thread panicked".into()))).collect()
         });
         results.into_iter().collect()
@@ -255,14 +252,6 @@ impl Staged {
     }
 }
 
-fn write_parquet(path: &Path, table: &str, batches: &[arrow::record_batch::RecordBatch]) -> Result<(), String> {
-    let mut w = PartWriter::create(path, table)?;
-    for b in batches {
-        w.write(b)?;
-    }
-    w.finish()
-}
-
 /// One part file of a table, written a batch at a time (a streamed table never has all its
 /// batches in memory).
 pub struct PartWriter {
@@ -291,6 +280,14 @@ impl PartWriter {
 
     pub fn write(&mut self, batch: &arrow::record_batch::RecordBatch) -> Result<(), String> {
         self.writer.write(batch).map_err(|e| format!("{}: {e}", self.table))
+    }
+
+    /// Writes `batches` as the whole part file, then finishes it.
+    fn write_all(mut self, batches: &[arrow::record_batch::RecordBatch]) -> Result<(), String> {
+        for b in batches {
+            self.write(b)?;
+        }
+        self.finish()
     }
 
     /// Closes the file and syncs it to disk.
