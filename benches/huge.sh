@@ -5,15 +5,20 @@
 # file. Ingest decodes, derives and writes a group of whole planes at a time
 # (PROFQ_PART_BYTES, default 32 MiB), so peak RSS follows the part size, not the file size.
 #
-#   benches/huge.sh XPLANE [MIN_BYTES]      (default MIN_BYTES 2300000000)
+# With --one-plane the XPlane's plane with the most line bytes is grown past MIN_BYTES
+# itself instead (its lines repeated inside it, later in time): one plane larger than
+# memory should hold, streamed in time windows (PROFQ_WINDOW_EVENTS, default 1 M events).
+#
+#   benches/huge.sh XPLANE [MIN_BYTES] [--one-plane]      (default MIN_BYTES 2300000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 XPLANE="$(realpath "$1")"
 MIN_BYTES="${2:-2300000000}"
+ONE_PLANE="${3:-}"
 cargo build --release --quiet
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-python3 benches/make_huge_xplane.py "$XPLANE" "$WORK/huge.xplane.pb" --min-bytes "$MIN_BYTES"
+python3 benches/make_huge_xplane.py "$XPLANE" "$WORK/huge.xplane.pb" --min-bytes "$MIN_BYTES" $ONE_PLANE
 BYTES=$(stat -c %s "$WORK/huge.xplane.pb")
 /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" target/release/profq ingest "$WORK/huge.xplane.pb" --store "$WORK/store" --run-id huge
 read -r wall user sys rss < "$WORK/t"

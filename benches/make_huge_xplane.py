@@ -6,7 +6,12 @@ device planes are written again and again under new device ordinals (`/device:GP
 plane is repeated, renamed `<name> #k`. Pure byte surgery on the wire format (XSpace.planes =
 field 1, XPlane.name = field 2), so every repeated plane is the input's real bytes.
 
-    benches/make_huge_xplane.py INPUT.xplane.pb OUTPUT.xplane.pb [--min-bytes 2300000000]
+With --one-plane the largest plane is made larger than --min-bytes itself instead: its lines
+are repeated inside it, copy k under new line ids and with its line timestamps moved k hours
+later (XPlane.lines = field 3; XLine.id = 1, XLine.timestamp_ns = 3), so that one plane holds
+the copies one after another in time, as a long capture of one host would.
+
+    benches/make_huge_xplane.py INPUT.xplane.pb OUTPUT.xplane.pb [--min-bytes 2300000000] [--one-plane]
 """
 import argparse
 import re
@@ -81,14 +86,86 @@ def renamed(plane, name):
     return b"\x0a" + encode_varint(len(body)) + body
 
 
+def field_bytes(field, data):
+    return encode_varint(field << 3 | 2) + encode_varint(len(data)) + bytes(data)
+
+
+def line_layout(line):
+    """An XLine as segments: ("raw", start, end) byte runs to copy as they are, and the id and
+    timestamp as ("int", field, int64 value)."""
+    segments = []
+    for field, wt, s, e in fields(line):
+        if wt == 0 and field in (1, 3):
+            value, _ = varint(line, s + 1)
+            segments.append(("int", field, value - ((value >> 63) << 64)))
+        elif segments and segments[-1][0] == "raw" and segments[-1][2] == s:
+            segments[-1] = ("raw", segments[-1][1], e)
+        else:
+            segments.append(("raw", s, e))
+    return segments
+
+
+def moved_line(line, segments, k, line_ids):
+    """The XLine's bytes with a new id and its timestamp k hours later."""
+    body = bytearray()
+    for kind, a, b in segments:
+        if kind == "raw":
+            body += line[a:b]
+        else:
+            value = b + k * line_ids if a == 1 else b + k * 3_600_000_000_000
+            body += bytes([a << 3]) + encode_varint(value & (1 << 64) - 1)
+    return field_bytes(3, body)
+
+
+def one_plane(data, planes, min_bytes, out):
+    """The input with the lines of its plane with the most line bytes repeated in that plane
+    until it passes min_bytes (the copies are made twice: sized, then written)."""
+    def line_bytes(p):
+        plane = payload(data, p[0])
+        return sum(fe - fs for f, wt, fs, fe in fields(plane) if f == 3 and wt == 2)
+    s, e = max(planes, key=line_bytes)
+    if line_bytes((s, e)) == 0:
+        raise SystemExit("no plane holds lines")
+    plane = payload(data, s)
+    head = bytearray()
+    lines = []
+    for field, wt, fs, fe in fields(plane):
+        if field == 3 and wt == 2:
+            line = payload(plane, fs)
+            lines.append((line, line_layout(line)))
+        else:
+            head += plane[fs:fe]
+    # Copies take ids apart from every original: the ids are int64 (thread ids can be any).
+    line_ids = 1 << 40
+    size, k = len(head), 0
+    while size < min_bytes:
+        size += sum(len(moved_line(l, seg, k, line_ids)) for l, seg in lines)
+        k += 1
+    for ps, pe in planes:
+        if ps != s:
+            out.write(data[ps:pe])
+    out.write(b"\x0a" + encode_varint(size))
+    out.write(head)
+    for c in range(k):
+        for l, seg in lines:
+            out.write(moved_line(l, seg, c, line_ids))
+    return k
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("input")
     ap.add_argument("output")
     ap.add_argument("--min-bytes", type=float, default=2.3e9)
+    ap.add_argument("--one-plane", action="store_true")
     args = ap.parse_args()
     data = memoryview(open(args.input, "rb").read())
     planes = [(s, e) for f, wt, s, e in fields(data) if f == 1 and wt == 2]
+    if args.one_plane:
+        with open(args.output, "wb") as out:
+            k = one_plane(data, planes, args.min_bytes, out)
+        print(f"one plane of {k} copies of the largest plane's lines: {args.output}")
+        return
     device = re.compile(r"^(/device:(?!CUSTOM)[A-Za-z]+:)(\d+)$")
     repeat = [(s, e, plane_name(payload(data, s))) for s, e in planes]
     devices = [(s, e, n) for s, e, n in repeat if device.match(n)]

@@ -13,6 +13,9 @@ pub const NO_STR: u32 = u32::MAX;
 pub const NULL_I64: i64 = i64::MIN;
 /// Sentinel for "no parent" in parent columns.
 pub const NO_PARENT: u32 = u32::MAX;
+/// Tag bit marking a parent that is an event of an earlier part: the rest of the value
+/// indexes [`Capture::carried_parents`] (a part's own positions stay below it).
+pub const CARRIED_TAG: u32 = 1 << 31;
 /// Tag bit marking a chunk-local string id (see [`EventChunk::local_strings`]).
 pub const LOCAL_TAG: u32 = 1 << 31;
 
@@ -166,8 +169,11 @@ impl<T: Nullable> SparseColumn<T> {
 /// rule: at equal start the longer event is the parent; a partially overlapping event is a
 /// sibling of the one it overlaps; a child's full duration is subtracted from its parent.
 /// The chunks' events, one after another, must hold each line as one run sorted by
-/// (start, -dur); `first_position` is the position of the first one in its part.
-pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32) {
+/// (start, -dur); `first_position` is the position of the first one in its part. A line that
+/// an earlier part (a time window of the same plane) left with events open starts from
+/// them (`open_before`): its events nest under them, and their own self times were known
+/// when they were written.
+pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32, open_before: &OpenBefore) {
     for c in chunks.iter_mut() {
         let n = c.len();
         c.self_ns = c.dur_ns.clone();
@@ -190,6 +196,9 @@ pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32) {
             if c.line[i] != current_line {
                 current_line = c.line[i];
                 stack.clear();
+                if let Some(open) = open_before.get(&current_line) {
+                    stack.extend(open.iter().map(|o| Open { end: o.end, chunk: usize::MAX, index: 0, position: o.parent }));
+                }
             }
             let (start, dur) = (c.start_ns[i], c.dur_ns[i]);
             let end = start.saturating_add(dur);
@@ -199,7 +208,9 @@ pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32) {
             if let Some(top) = stack.last() {
                 let (parent, depth) = (top.position, stack.len() as u32);
                 let (tc, ti) = (top.chunk, top.index);
-                chunks[tc].self_ns[ti] = chunks[tc].self_ns[ti].saturating_sub(dur);
+                if tc != usize::MAX {
+                    chunks[tc].self_ns[ti] = chunks[tc].self_ns[ti].saturating_sub(dur);
+                }
                 let c = &mut chunks[ci];
                 c.parent[i] = parent;
                 c.depth[i] = depth;
@@ -216,6 +227,17 @@ pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32) {
         }
     }
 }
+
+/// An event left open at the start of a part by an earlier part of its line: its end, and
+/// the parent value its children take (`CARRIED_TAG | k`, [`Capture::carried_parents`]).
+#[derive(Clone, Copy, Debug)]
+pub struct OpenEvent {
+    pub end: i64,
+    pub parent: u32,
+}
+
+/// Per line, the events open when a part starts, outermost first (none: an empty map).
+pub type OpenBefore = HashMap<u32, Vec<OpenEvent>>;
 
 /// `v`'s values at `rows`, in that order (an unfilled column stays empty).
 fn picked<T: Copy>(v: &[T], rows: &[u32]) -> Vec<T> {
@@ -411,7 +433,7 @@ impl EventChunk {
 
     /// [`nest_lines`] of this chunk alone, the first of its part.
     pub fn compute_nesting(&mut self) {
-        nest_lines(std::slice::from_mut(self), 0);
+        nest_lines(std::slice::from_mut(self), 0, &OpenBefore::default());
     }
 
     /// Whether `next` starts with more events of this chunk's last line, in (start, -dur)
@@ -601,6 +623,17 @@ pub struct Capture {
     /// says (an analysis that builds few `events` rows needs little else than what derive
     /// reads); None keeps every stat. Trace JSON keeps every arg either way.
     pub args_kept: Option<ArgsKept>,
+    /// Event ids of the parents this part's events have in earlier parts (a plane streamed
+    /// in time windows): a parent value `CARRIED_TAG | k` is event `carried_parents[k]`.
+    pub carried_parents: Vec<i64>,
+    /// Set when this part is a time window of a group of planes too large to be one part.
+    pub window: Option<TimeWindow>,
+}
+
+/// A part that is a time window of a group of planes: whether it is the group's last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeWindow {
+    pub last: bool,
 }
 
 /// Which args a decoder keeps, for a caller that reads only some.
@@ -632,6 +665,8 @@ impl Capture {
             hlo: self.hlo.clone(),
             meta: self.meta.clone(),
             args_kept: self.args_kept,
+            carried_parents: std::mem::take(&mut self.carried_parents),
+            window: self.window.take(),
         }
     }
 }

@@ -184,3 +184,111 @@ fn a_run_streamed_plane_by_plane_equals_the_run_decoded_whole() {
         assert_eq!(files, planes_with_events, "one events file per part with events");
     }
 }
+
+/// A plane too large to be one part is decoded, derived and written a time window at a time,
+/// its open events, gaps, collectives, steps and totals carried across the windows: with
+/// windows of a few hundred events, the summary and every table (events by their parents,
+/// rows referring to events by the events' own fields) equal those of the plane decoded whole.
+#[test]
+fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
+    let by_event = |columns: &str, table: &str, id: &str| {
+        format!("SELECT {columns}, e.line AS e_line, e.start_ns AS e_start, e.name AS e_name FROM {table} t JOIN events e ON t.{id} = e.event_id")
+    };
+    let checks = [
+        "SELECT e.line, e.name, e.start_ns, e.dur_ns, e.self_ns, e.depth, e.args, p.line AS p_line, p.start_ns AS p_start, p.name AS p_name \
+         FROM events e LEFT JOIN events p ON e.parent_id = p.event_id"
+            .to_string(),
+        by_event("t.name, t.category, t.region_path, t.step, t.self_ns, t.dur_ns", "ops", "event_id"),
+        by_event("t.marker_op, t.payload_op, t.payload_region_path, t.gap_start_ns, t.gap_ns, t.step", "gaps", "payload_event_id"),
+        by_event("t.hlo_op, t.overlapped_ns, t.exposed_ns, t.step", "collectives", "event_id"),
+        "SELECT * EXCLUDE (run_id) FROM steps".to_string(),
+        "SELECT * EXCLUDE (run_id) FROM regions".to_string(),
+        "SELECT * EXCLUDE (run_id) FROM event_totals".to_string(),
+        "SELECT * EXCLUDE (run_id) FROM op_totals".to_string(),
+        "SELECT * EXCLUDE (run_id) FROM gap_totals".to_string(),
+    ];
+    for capture in [jax_cpu("transformer_lm"), jax_cpu("multi_device_dp"), jax_gpu("mlp_before")] {
+        let run = |args: &[&str], window: Option<&str>| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
+            cmd.args(args);
+            if let Some(events) = window {
+                cmd.env("PROFQ_WINDOW_EVENTS", events);
+            }
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+            stdout(&o)
+        };
+        let input = capture.to_str().unwrap();
+        assert_eq!(run(&["summarize", input], None), run(&["summarize", input], Some("300")), "{input}");
+        let (whole, windows) = (temp_dir("whole"), temp_dir("windows"));
+        run(&["ingest", input, "--store", store_arg(&whole), "--run-id", "r"], None);
+        run(&["ingest", input, "--store", store_arg(&windows), "--run-id", "r"], Some("300"));
+        let files = std::fs::read_dir(windows.join("events/run_id=r")).unwrap().count();
+        assert!(files > 4, "{input}: one events file per window, {files} files");
+        for check in &checks {
+            let sorted = |store: &Path| {
+                let mut rows: Vec<String> = sql(store, check).iter().map(|r| r.to_string()).collect();
+                rows.sort();
+                rows
+            };
+            let (a, b) = (sorted(&whole), sorted(&windows));
+            assert!(!a.is_empty() || check.contains("collectives") || check.contains("steps"), "{input}: no rows for {check}");
+            assert!(a == b, "{input}: {check} differs ({} rows whole, {} windowed)", a.len(), b.len());
+        }
+    }
+}
+
+/// The same on a device plane with a `Steps` line, module events, collectives and setup ops
+/// across the window cuts: device steps' busy, compute and op counts, collectives' overlap
+/// and gaps' payloads equal those of the plane decoded whole.
+#[test]
+fn a_device_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
+    use common::synth::*;
+    let dir = temp_dir("device_windows");
+    let path = dir.join("windows.xplane.pb");
+    let mut tpu = PlaneBuilder::new(1, "/device:TPU:0");
+    let steps: Vec<(String, i64)> = (0..40).map(|s| (format!("{s}"), s * 100)).collect();
+    let step_events: Vec<SynthEvent> = steps.iter().map(|(name, start)| (name.as_str(), *start, 100, &[][..])).collect();
+    tpu.line(1, "Steps", &step_events);
+    tpu.line(2, "XLA Modules", &(0..40).map(|s| ("jit_train_step(7)", s * 100, 99, &[][..])).collect::<Vec<SynthEvent>>());
+    let names = ["fusion.1", "iota.2", "all-reduce.3", "dot.4", "constant.5", "copy-start.6", "all-gather.7"];
+    let mut ops: Vec<SynthEvent> = Vec::new();
+    for s in 0..40i64 {
+        for k in 0..9i64 {
+            // Ops of 9 units every 11 (the last runs into the next step); collectives overlap the op after them.
+            let name = names[((s * 9 + k) % names.len() as i64) as usize];
+            let dur = if name.starts_with("all-") { 15 } else { 9 };
+            ops.push((name, s * 100 + k * 11 + (s % 3), dur, &[]));
+        }
+    }
+    ops.sort_by_key(|e| (e.1, -e.2));
+    tpu.line(3, "XLA Ops", &ops);
+    write_xspace(&path, vec![tpu.build()]);
+    let run = |args: &[&str], window: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
+        cmd.args(args);
+        if let Some(events) = window {
+            cmd.env("PROFQ_WINDOW_EVENTS", events);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let input = path.to_str().unwrap();
+    assert_eq!(run(&["summarize", input], None), run(&["summarize", input], Some("25")));
+    let (whole, windows) = (dir.join("whole"), dir.join("windows"));
+    run(&["ingest", input, "--store", store_arg(&whole), "--run-id", "r"], None);
+    run(&["ingest", input, "--store", store_arg(&windows), "--run-id", "r"], Some("25"));
+    assert!(std::fs::read_dir(windows.join("ops/run_id=r")).unwrap().count() > 4, "streamed in windows");
+    for check in [
+        "SELECT step, busy_ns, compute_ns, communication_ns, op_count FROM steps ORDER BY step",
+        "SELECT hlo_op, start_ns, overlapped_ns FROM collectives ORDER BY start_ns",
+        "SELECT marker_op, payload_op, gap_start_ns, gap_ns FROM gaps ORDER BY gap_start_ns",
+        "SELECT hlo_op, hlo_module, count, self_ns FROM op_totals ORDER BY hlo_op, hlo_module",
+    ] {
+        let (a, b) = (sql(&whole, check), sql(&windows, check));
+        assert!(!a.is_empty(), "{check}");
+        assert_eq!(a, b, "{check}");
+    }
+    assert!(sql(&whole, "SELECT busy_ns FROM steps WHERE busy_ns > 0").len() > 30, "device steps have activity");
+}

@@ -559,9 +559,8 @@ fn stream_xplane(
         acc += plane.bytes.len();
         groups.last_mut().expect("a group").push(plane);
     }
-    for group in groups {
-        xplane::decode_planes(&group, host, layout.start_epoch, capture, &mut |bytes| release(map, bytes))
-            .map_err(|e| input_err(&f.path, format!("corrupt or truncated XPlane: {e}")))?;
+    let wire_err = |e: wire::WireError| Stop::Input(input_err(&f.path, format!("corrupt or truncated XPlane: {e}")));
+    let mut shifted = |capture: &mut Capture| -> Result<(), Stop> {
         if shift_ns != 0 {
             for c in &mut capture.chunks {
                 for s in c.start_ns.iter_mut() {
@@ -569,7 +568,10 @@ fn stream_xplane(
                 }
             }
         }
-        on_part(capture)?;
+        on_part(capture)
+    };
+    for group in groups {
+        xplane::decode_group(&group, host, layout.start_epoch, capture, &|bytes| release(map, bytes), &wire_err, &mut shifted)?;
     }
     Ok(())
 }

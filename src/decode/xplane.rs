@@ -157,6 +157,19 @@ impl LineJob<'_> {
             self.events.marks[k / EVENTS_PER_MARK]
         }
     }
+
+    /// The line's fields from event `k` on: read from the mark at or before it, the events
+    /// between passed over.
+    fn fields_from(&self, k: usize) -> Result<Fields<'_>> {
+        let first = self.mark(if k == self.events.count { k } else { k - k % EVENTS_PER_MARK });
+        let mut fields = Fields::with_base(&self.bytes[first..], self.base + first);
+        if k < self.events.count {
+            for _ in 0..k % EVENTS_PER_MARK {
+                next_event_field(&mut fields)?;
+            }
+        }
+        Ok(fields)
+    }
 }
 
 /// A scanned line's events: how many, and where every [`EVENTS_PER_MARK`]-th one's field starts.
@@ -164,6 +177,24 @@ impl LineJob<'_> {
 struct LineEvents {
     count: usize,
     marks: Vec<usize>,
+}
+
+/// Drops bytes of the file that were read and are not needed again from memory (the
+/// caller's mapping), so that RSS holds what is decoded rather than what was read.
+pub type Release<'r> = dyn Fn(&[u8]) + Sync + 'r;
+
+/// Planes of more bytes than this together are released as they are scanned.
+const RELEASE_SCANNED_ABOVE: usize = 256 << 20;
+
+/// Bytes read in a walk over a line before they are released ([`Release`]).
+const RELEASE_BYTES: usize = 8 << 20;
+
+/// Releases `bytes[*from..to]` once it reaches [`RELEASE_BYTES`] (or when `done`).
+fn release_read(bytes: &[u8], from: &mut usize, to: usize, done: bool, release: &Release<'_>) {
+    if to > *from && (done || to - *from >= RELEASE_BYTES) {
+        release(&bytes[*from..to]);
+        *from = to;
+    }
 }
 
 /// Errors carry the file offset where decoding failed.
@@ -336,15 +367,18 @@ type ScannedLine<'a> = Result<(LineHeader<'a>, LineEvents)>;
 
 /// Each line's header and its events (count and marks), scanned on all workers (lines dealt largest
 /// first to the least loaded); results in the order of `lines`.
-fn scan_lines<'a>(lines: &[PendingLine<'a>]) -> Vec<ScannedLine<'a>> {
+fn scan_lines<'a>(lines: &[PendingLine<'a>], read: &Release<'_>) -> Vec<ScannedLine<'a>> {
     let scan = |bytes: &'a [u8], off: usize| {
         let mut events = LineEvents::default();
+        let mut released = 0;
         let header = read_line(bytes, off, |field_start| {
             if events.count % EVENTS_PER_MARK == 0 {
                 events.marks.push(field_start);
+                release_read(bytes, &mut released, field_start, false, read);
             }
             events.count += 1;
         });
+        release_read(bytes, &mut released, bytes.len(), true, read);
         header.map(|header| (header, events))
     };
     let workers = crate::work_queue::workers().min(lines.len());
@@ -374,7 +408,7 @@ pub fn decode_xspace(bytes: &[u8], default_host: &str, capture: &mut Capture) ->
     let layout = scan(bytes, &mut |_| {})?;
     let host = register_host(&layout, default_host, capture);
     let planes: Vec<&PlaneRef> = layout.planes.iter().collect();
-    decode_planes(&planes, host, layout.start_epoch, capture, &mut |_| {})?;
+    decode_planes(&planes, host, layout.start_epoch, capture, &|_| {})?;
     Ok(layout.start_epoch)
 }
 
@@ -397,9 +431,257 @@ pub fn register_host(layout: &Layout, default_host: &str, capture: &mut Capture)
 /// Decodes `planes` (whole planes of one host's XSpace) and appends them to `capture`.
 /// `start_epoch` is the host's profile start, to which line timestamps are made relative.
 /// `read` is given each plane's bytes once they are decoded and no longer needed.
-pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, capture: &mut Capture, read: &mut dyn FnMut(&[u8])) -> Result<()> {
+pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, capture: &mut Capture, read: &Release<'_>) -> Result<()> {
+    let (ctxs, jobs) = prepare_planes(planes, host, start_epoch, capture, read)?;
+    decode_whole(planes, &jobs, &ctxs, capture, read)
+}
+
+/// Every event of the prepared `planes` into `capture`, as one part.
+fn decode_whole(planes: &[&PlaneRef], jobs: &[LineJob], ctxs: &[PlaneCtx], capture: &mut Capture, read: &Release<'_>) -> Result<()> {
+    let whole: Vec<_> = jobs.iter().map(|j| 0..j.events.count).collect();
+    let chunks = decode_events(jobs, &whole, ctxs, capture, &OpenBefore::default());
+    // The events are decoded: the planes' pages can go before their chunks are put together.
+    for plane in planes {
+        read(plane.bytes);
+    }
+    push_chunks(capture, chunks?);
+    Ok(())
+}
+
+fn push_chunks(capture: &mut Capture, chunks: Vec<EventChunk>) {
+    for chunk in chunks {
+        capture.meta.num_complete_events += chunk.len() as i64;
+        capture.chunks.push(chunk);
+    }
+}
+
+/// Events per time window of a plane streamed in windows; `PROFQ_WINDOW_EVENTS` overrides
+/// it. A plane of more than twice as many is decoded, derived and written a window at a
+/// time, so that memory holds a window's events rather than the plane's.
+pub fn window_events() -> usize {
+    std::env::var("PROFQ_WINDOW_EVENTS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(1_000_000)
+}
+
+/// Decodes `planes` (whole planes of one host's XSpace, as [`decode_planes`]) and hands
+/// them to `on_part`: as one part, or, for planes of more than twice [`window_events`]
+/// events whose lines are each in time order, a time window at a time. A window holds
+/// the events that start in it; the events still open where it ends are carried into the
+/// next ones as their lines' open parents ([`OpenBefore`]), their self times found
+/// beforehand by a pass over the plane's times ([`plan_windows`]).
+#[allow(clippy::too_many_arguments)]
+pub fn decode_group<E>(
+    planes: &[&PlaneRef],
+    host: u32,
+    start_epoch: Option<i64>,
+    capture: &mut Capture,
+    read: &Release<'_>,
+    wire_err: &dyn Fn(WireError) -> E,
+    on_part: &mut dyn FnMut(&mut Capture) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let (ctxs, jobs) = prepare_planes(planes, host, start_epoch, capture, read).map_err(wire_err)?;
+    let total: usize = jobs.iter().map(|j| j.events.count).sum();
+    let per_window = window_events();
+    let windows = if total > 2 * per_window { plan_windows(&jobs, total, per_window, read).map_err(wire_err)? } else { None };
+    let Some((cut_times, line_cuts)) = windows else {
+        decode_whole(planes, &jobs, &ctxs, capture, read).map_err(wire_err)?;
+        return on_part(capture);
+    };
+    let job_of_line: HashMap<u32, usize> = jobs.iter().enumerate().map(|(j, job)| (job.line_index, j)).collect();
+    let last = cut_times.len();
+    // Per line: (kept index, event id) of its first event in each window that has any.
+    let mut first_ids: Vec<Vec<(usize, i64)>> = vec![Vec::new(); jobs.len()];
+    let mut released = vec![0usize; jobs.len()];
+    for k in 0..=last {
+        let ranges: Vec<std::ops::Range<usize>> = jobs
+            .iter()
+            .zip(&line_cuts)
+            .map(|(job, cuts)| (if k == 0 { 0 } else { cuts.at[k - 1].0 })..(if k == last { job.events.count } else { cuts.at[k].0 }))
+            .collect();
+        let first_kept: Vec<usize> = line_cuts.iter().map(|cuts| if k == 0 { 0 } else { cuts.at[k - 1].1 }).collect();
+        let mut open_before = OpenBefore::default();
+        let mut carried = Vec::new();
+        if k > 0 {
+            for (j, (job, cuts)) in jobs.iter().zip(&line_cuts).enumerate() {
+                if ranges[j].is_empty() || cuts.open[k - 1].is_empty() {
+                    continue;
+                }
+                let open = cuts.open[k - 1].iter().map(|&(kept, end)| {
+                    let ids = &first_ids[j];
+                    let w = ids.partition_point(|&(first, _)| first <= kept) - 1;
+                    carried.push(ids[w].1 + (kept - ids[w].0) as i64);
+                    OpenEvent { end, parent: CARRIED_TAG | (carried.len() - 1) as u32 }
+                });
+                open_before.insert(job.line_index, open.collect());
+            }
+        }
+        let mut chunks = decode_events(&jobs, &ranges, &ctxs, capture, &open_before).map_err(wire_err)?;
+        // Each line's first event id in this window, and the self times of its events that
+        // later windows nest under, found by the plan.
+        let events_before = capture.meta.num_complete_events;
+        let mut seen = vec![0usize; jobs.len()];
+        let mut position = 0i64;
+        for chunk in chunks.iter_mut() {
+            let runs: Vec<(u32, std::ops::Range<usize>)> = chunk.line_runs().collect();
+            for (line, run) in runs {
+                let j = job_of_line[&line];
+                let kept = first_kept[j] + seen[j];
+                if seen[j] == 0 {
+                    first_ids[j].push((kept, events_before + position));
+                }
+                for (&q, &self_ns) in line_cuts[j].open_self.range(kept..kept + run.len()) {
+                    chunk.self_ns[run.start + (q - kept)] = self_ns;
+                }
+                seen[j] += run.len();
+                position += run.len() as i64;
+            }
+        }
+        push_chunks(capture, chunks);
+        capture.carried_parents = carried;
+        capture.window = Some(TimeWindow { last: k == last });
+        // The window's bytes of each line are read: their pages go.
+        for (j, job) in jobs.iter().enumerate() {
+            let end = ranges[j].end;
+            let upto = job.mark(if end == job.events.count { end } else { end - end % EVENTS_PER_MARK });
+            if upto > released[j] {
+                read(&job.bytes[released[j]..upto]);
+                released[j] = upto;
+            }
+        }
+        on_part(capture)?;
+    }
+    for plane in planes {
+        read(plane.bytes);
+    }
+    Ok(())
+}
+
+/// Where one line's events are cut into windows.
+struct LineCuts {
+    /// Per cut time: the index of the line's first event starting at or after it
+    /// (aggregated events counted), and how many events are kept before it.
+    at: Vec<(usize, usize)>,
+    /// Per cut time: the events open just before that first event, outermost first, as
+    /// (kept index, end).
+    open: Vec<Vec<(usize, i64)>>,
+    /// The final self time of every event open at some cut, by kept index.
+    open_self: std::collections::BTreeMap<usize, i64>,
+}
+
+/// Kept events of a line in file order: `each(index, start, end)` (ns, as decoded).
+fn walk_events(job: &LineJob, read: &Release<'_>, mut each: impl FnMut(usize, i64, i64)) -> Result<()> {
+    let mut fields = job.fields_from(0)?;
+    let mut released = 0;
+    let mut inline: [(&[u8], usize); 16] = [(&[], 0); 16];
+    let mut extra = Vec::new();
+    for e in 0..job.events.count {
+        let (ev, off) = next_event_field(&mut fields)?;
+        extra.clear();
+        let (head, _) = read_event(ev, off, &mut inline, &mut extra)?;
+        if !head.aggregated {
+            let (start, end) = event_span_ns(job.timestamp_ns, head.offset_ps, head.dur_ps);
+            each(e, start, end);
+        }
+        if e % EVENTS_PER_MARK == 0 {
+            release_read(job.bytes, &mut released, job.mark(e), false, read);
+        }
+    }
+    release_read(job.bytes, &mut released, job.bytes.len(), true, read);
+    Ok(())
+}
+
+/// Plans a plane's time windows of about `per_window` events: the cut times, and each
+/// line's [`LineCuts`]. Two passes over the events' times, a line per worker: the first
+/// samples starts (the cut times are their quantiles),
+/// the second nests each line as [`nest_lines`] does to find what is open at each cut.
+/// None when a line is not in (start, -dur) order: the plane is then decoded whole.
+fn plan_windows(jobs: &[LineJob], total: usize, per_window: usize, read: &Release<'_>) -> Result<Option<(Vec<i64>, Vec<LineCuts>)>> {
+    // A start sampled every `every` events: at least 16 samples a window.
+    let every = (per_window / 16).clamp(1, EVENTS_PER_MARK);
+    let sampled = crate::work_queue::map_in_order(jobs.iter().collect(), |job: &LineJob| -> Result<Option<Vec<i64>>> {
+        let (mut samples, mut kept, mut sorted, mut previous) = (Vec::new(), 0usize, true, (i64::MIN, i64::MIN));
+        walk_events(job, read, |_, start, end| {
+            sorted &= previous <= (start, start - end);
+            previous = (start, start - end);
+            if kept % every == 0 {
+                samples.push(start);
+            }
+            kept += 1;
+        })?;
+        Ok(sorted.then_some(samples))
+    });
+    let mut samples = Vec::new();
+    for s in sampled {
+        match s? {
+            Some(s) => samples.extend(s),
+            None => return Ok(None),
+        }
+    }
+    samples.sort_unstable();
+    let windows = total.div_ceil(per_window);
+    let mut cut_times: Vec<i64> = (1..windows).map(|c| samples[c * samples.len() / windows]).collect();
+    cut_times.dedup();
+    if cut_times.is_empty() {
+        return Ok(None);
+    }
+    let cut_times_ref = &cut_times;
+    let line_cuts = crate::work_queue::map_in_order(jobs.iter().collect(), |job: &LineJob| -> Result<LineCuts> {
+        /// An open event of the nesting: kept index, end, self time so far, whether some cut saw it open.
+        struct Open {
+            kept: usize,
+            end: i64,
+            self_ns: i64,
+            at_cut: bool,
+        }
+        let mut cuts = LineCuts { at: Vec::new(), open: Vec::new(), open_self: Default::default() };
+        let mut stack: Vec<Open> = Vec::new();
+        let mut kept = 0usize;
+        let reach_cut = |cuts: &mut LineCuts, stack: &mut Vec<Open>, index: usize, kept: usize| {
+            cuts.at.push((index, kept));
+            cuts.open.push(stack.iter().map(|o| (o.kept, o.end)).collect());
+            stack.iter_mut().for_each(|o| o.at_cut = true);
+        };
+        let close = |cuts: &mut LineCuts, o: Open| {
+            if o.at_cut {
+                cuts.open_self.insert(o.kept, o.self_ns.max(0));
+            }
+        };
+        walk_events(job, read, |index, start, end| {
+            while cuts.at.len() < cut_times_ref.len() && start >= cut_times_ref[cuts.at.len()] {
+                reach_cut(&mut cuts, &mut stack, index, kept);
+            }
+            while stack.last().is_some_and(|top| top.end <= start || top.end < end) {
+                let top = stack.pop().expect("a top");
+                close(&mut cuts, top);
+            }
+            let dur = end - start;
+            if let Some(top) = stack.last_mut() {
+                top.self_ns = top.self_ns.saturating_sub(dur);
+            }
+            stack.push(Open { kept, end, self_ns: dur, at_cut: false });
+            kept += 1;
+        })?;
+        while cuts.at.len() < cut_times_ref.len() {
+            reach_cut(&mut cuts, &mut stack, job.events.count, kept);
+        }
+        for o in stack.drain(..) {
+            close(&mut cuts, o);
+        }
+        Ok(cuts)
+    });
+    Ok(Some((cut_times, line_cuts.into_iter().collect::<Result<_>>()?)))
+}
+
+/// Pass 1 of a decode: `planes`' headers, metadata tables and special planes into
+/// `capture`, and their lines registered; returns each plane's context and the lines that
+/// hold events, to be decoded.
+fn prepare_planes<'a>(
+    planes: &[&PlaneRef<'a>],
+    host: u32,
+    start_epoch: Option<i64>,
+    capture: &mut Capture,
+    read: &Release<'_>,
+) -> Result<(Vec<PlaneCtx>, Vec<LineJob<'a>>)> {
     let mut clock = std::time::Instant::now();
-    // Pass 1: plane headers, metadata tables, special planes.
     let mut ctxs: Vec<PlaneCtx> = Vec::new();
     let mut jobs: Vec<LineJob> = Vec::new();
     // Every line, in file order.
@@ -507,7 +789,10 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
 
     // The lines are split into events on every worker (a CPU line can hold most of a file's
     // events), then registered in file order.
-    let scanned = scan_lines(&pending_lines);
+    // A group larger than memory should hold drops the pages its scan read (they are read
+    // again when decoded); a smaller one keeps them for its decode.
+    let scanned_bytes: usize = planes.iter().map(|p| p.bytes.len()).sum();
+    let scanned = scan_lines(&pending_lines, if scanned_bytes > RELEASE_SCANNED_ABOVE { read } else { &|_| {} });
     for ((plane_index, ctx, bytes, off), scan) in pending_lines.iter().zip(scanned) {
         let (header, events) = scan?;
         let chosen = header.display();
@@ -531,35 +816,39 @@ pub fn decode_planes(planes: &[&PlaneRef], host: u32, start_epoch: Option<i64>, 
     }
 
     crate::timing::stage_done("  xplane headers and metadata", &mut clock);
-    // Pass 2: events, in parallel. Lines are cut into units of similar size (one line of a
-    // CPU capture can hold most of the events), decoded on all workers, then put back together
-    // line by line into chunks whose nesting is computed in parallel too.
+    Ok((ctxs, jobs))
+}
+
+/// Pass 2 of a decode: events `ranges[j]` of each line `jobs[j]`, in parallel. Lines are cut
+/// into units of similar size (one line of a CPU capture can hold most of the events),
+/// decoded on all workers, then put back together line by line into chunks (their strings
+/// merged into `capture`'s pool) whose nesting is computed in parallel too, each line from
+/// the events `open_before` says are open where its range starts.
+fn decode_events(
+    jobs: &[LineJob],
+    ranges: &[std::ops::Range<usize>],
+    ctxs: &[PlaneCtx],
+    capture: &mut Capture,
+    open_before: &OpenBefore,
+) -> Result<Vec<EventChunk>> {
+    let mut clock = std::time::Instant::now();
     let workers = crate::work_queue::workers();
-    let units = plan_units(&jobs, workers);
+    let units = plan_units(ranges, workers);
     let pool = &capture.strings;
-    let ctxs = &ctxs;
     let decoded: Vec<Result<EventChunk>> =
         crate::work_queue::map_in_order(units.iter().collect(), |u: &Unit| decode_unit(&jobs[u.job], u.events.clone(), ctxs, pool));
     crate::timing::stage_done("  xplane events", &mut clock);
-    // The events are decoded: the planes' pages can go before their chunks are put together.
-    for plane in planes {
-        read(plane.bytes);
-    }
     let mut pieces = Vec::with_capacity(units.len());
     for piece in decoded {
         let mut piece = piece?;
         piece.merge_strings_into(&mut capture.strings);
         pieces.push(piece);
     }
-    let starts_line: Vec<bool> = units.iter().map(|u| u.events.start == 0).collect();
+    let starts_line: Vec<bool> = units.iter().map(|u| u.events.start == ranges[u.job].start).collect();
     let line_offsets: Vec<usize> = units.iter().map(|u| jobs[u.job].base).collect();
-    let assembled = assemble_chunks(pieces, &starts_line, &line_offsets, workers)?;
-    for chunk in assembled {
-        capture.meta.num_complete_events += chunk.len() as i64;
-        capture.chunks.push(chunk);
-    }
+    let assembled = assemble_chunks(pieces, &starts_line, &line_offsets, workers, open_before);
     crate::timing::stage_done("  xplane string merge", &mut clock);
-    Ok(())
+    assembled
 }
 
 pub fn plane_kind(name: &str) -> PlaneKind {
@@ -584,17 +873,17 @@ struct Unit {
     events: std::ops::Range<usize>,
 }
 
-/// Cuts every line into units of at most ~1/(16 × workers) of all events (a multiple of
-/// [`EVENTS_PER_MARK`]): workers take units as they finish one, so no worker waits long on
-/// another's last unit, nor on one long line.
-fn plan_units(jobs: &[LineJob], workers: usize) -> Vec<Unit> {
-    let total: usize = jobs.iter().map(|j| j.events.count).sum();
+/// Cuts every line's events `ranges[j]` into units of at most ~1/(16 × workers) of all
+/// events (a multiple of [`EVENTS_PER_MARK`]): workers take units as they finish one, so no
+/// worker waits long on another's last unit, nor on one long line.
+fn plan_units(ranges: &[std::ops::Range<usize>], workers: usize) -> Vec<Unit> {
+    let total: usize = ranges.iter().map(|r| r.len()).sum();
     let max_events = (total / (workers * 16).max(1)).max(4096).next_multiple_of(EVENTS_PER_MARK);
     let mut units = Vec::new();
-    for (job_index, job) in jobs.iter().enumerate() {
-        let mut start = 0;
-        while start < job.events.count {
-            let end = (start + max_events).min(job.events.count);
+    for (job_index, range) in ranges.iter().enumerate() {
+        let mut start = range.start;
+        while start < range.end {
+            let end = (start + max_events).min(range.end);
             units.push(Unit { job: job_index, events: start..end });
             start = end;
         }
@@ -612,7 +901,7 @@ fn plan_units(jobs: &[LineJob], workers: usize) -> Vec<Unit> {
 ///
 /// A line whose stat text alone reaches 2 GiB cannot be one Arrow string column (i32
 /// offsets): it is refused with the line's file offset rather than written wrong.
-fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: &[usize], n: usize) -> Result<Vec<EventChunk>> {
+fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: &[usize], n: usize, open_before: &OpenBefore) -> Result<Vec<EventChunk>> {
     let total: usize = pieces.iter().map(|p| p.len()).sum();
     let target = total / n.max(1) + 1;
     // Arg offsets within a chunk are u32: a chunk also ends before its arg bytes near 2 GiB.
@@ -663,7 +952,7 @@ fn assemble_chunks(pieces: Vec<EventChunk>, starts_line: &[bool], line_offsets: 
             (run, first)
         })
         .collect();
-    let assembled = crate::work_queue::map_in_order(runs, |(run, first)| run.assembled(first));
+    let assembled = crate::work_queue::map_in_order(runs, |(run, first)| run.assembled(first, open_before));
     Ok(assembled.into_iter().flatten().collect())
 }
 
@@ -683,7 +972,7 @@ impl ChunkRun {
 
     /// The run's chunks, each line sorted and nested; `first_position`: the position of the
     /// run's first event in its part.
-    fn assembled(self, first_position: u32) -> Vec<EventChunk> {
+    fn assembled(self, first_position: u32, open_before: &OpenBefore) -> Vec<EventChunk> {
         let mut chunks = match self {
             ChunkRun::Join(pieces) => {
                 let mut chunk = EventChunk::concat(pieces);
@@ -692,7 +981,7 @@ impl ChunkRun {
             }
             ChunkRun::Keep(pieces) => pieces,
         };
-        nest_lines(&mut chunks, first_position);
+        nest_lines(&mut chunks, first_position, open_before);
         chunks
     }
 }
@@ -918,21 +1207,8 @@ fn ps_to_ns(ps: i128) -> i64 {
 /// Decodes events `range` of one line (no sorting or nesting yet).
 fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], pool: &StringPool) -> Result<EventChunk> {
     let mut chunk = EventChunk::with_capacity(range.len());
-    // The line's fields from the unit's first event on (its other fields are passed over).
-    let first = job.mark(range.start);
-    let mut fields = Fields::with_base(&job.bytes[first..], job.base + first);
-    let mut next_event = || -> Result<(&[u8], usize)> {
-        if let Some(event) = fields.next_bytes_keyed(0x22) {
-            return Ok(event);
-        }
-        loop {
-            match fields.next_field()? {
-                Some((4, value, off)) => return Ok((value.as_bytes(), off)),
-                Some(_) => {}
-                None => return Err(WireError { offset: fields.offset(), what: "line ends before the events its scan counted" }),
-            }
-        }
-    };
+    let mut fields = job.fields_from(range.start)?;
+    let mut next_event = || next_event_field(&mut fields);
     let mut scratch = String::new();
     let mut seen: Vec<u32> = Vec::new();
     {
@@ -990,6 +1266,22 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
         }
     }
     Ok(chunk)
+}
+
+/// The next event's bytes and file offset among a line's fields (its other fields are
+/// passed over).
+#[inline]
+fn next_event_field<'a>(fields: &mut Fields<'a>) -> Result<(&'a [u8], usize)> {
+    if let Some(event) = fields.next_bytes_keyed(0x22) {
+        return Ok(event);
+    }
+    loop {
+        match fields.next_field()? {
+            Some((4, value, off)) => return Ok((value.as_bytes(), off)),
+            Some(_) => {}
+            None => return Err(WireError { offset: fields.offset(), what: "line ends before the events its scan counted" }),
+        }
+    }
 }
 
 /// An XEvent's scalar fields.
@@ -1147,7 +1439,7 @@ mod tests {
             }
             pieces.push(piece(1, &small));
             let starts_line = [true, false, false, true];
-            let assembled = assemble_chunks(pieces, &starts_line, &[0; 4], 2).unwrap();
+            let assembled = assemble_chunks(pieces, &starts_line, &[0; 4], 2, &OpenBefore::default()).unwrap();
             assert_eq!(assembled.len(), if in_order { 4 } else { 2 });
 
             let mut whole = EventChunk::concat(cut.iter().chain([&small.to_vec()]).enumerate().map(|(k, e)| piece((k == 3) as u32, e)).collect());
@@ -1155,7 +1447,7 @@ mod tests {
             whole.compute_nesting();
             assert_eq!(nested_rows(&assembled), nested_rows(&[whole]));
         }
-        let rows = nested_rows(&assemble_chunks(cut.iter().map(|e| piece(0, e)).collect(), &[true, false, false], &[0; 3], 2).unwrap());
+        let rows = nested_rows(&assemble_chunks(cut.iter().map(|e| piece(0, e)).collect(), &[true, false, false], &[0; 3], 2, &OpenBefore::default()).unwrap());
         // (40, 20) in the second piece is a child of (0, 100), the first event of the part.
         assert_eq!((rows[4].1, rows[4].4, rows[4].5), (40, 1, 0));
         // The outer event's self time: 100 minus its children (10, 30), (40, 20) and (70, 10);

@@ -6,7 +6,7 @@
 
 use crate::model::*;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A text out of the fixed set ops are labelled with (category, pass, collective kind), held
 /// as one byte: the op rows are ~180 K on a 40 MB capture and every pass over them reads
@@ -108,9 +108,10 @@ pub struct Step {
     pub op_count: i64,
 }
 
+/// A collective op, with the time compute ops of its device overlapped it.
 #[derive(Clone, Debug)]
 pub struct Collective {
-    pub op: usize,
+    pub op: Op,
     pub overlapped_ns: i64,
 }
 
@@ -592,8 +593,10 @@ pub struct OpTotal {
 /// summed (a row of `gap_totals`).
 #[derive(Clone, Debug)]
 pub struct GapTotal {
-    /// One of the gaps: the key columns are read from it.
-    pub example: usize,
+    /// One of the gaps' marker and payload ops (see [`PartDerived::op`]): the key columns
+    /// are read from them.
+    pub marker: usize,
+    pub payload: usize,
     pub count: i64,
     pub gap_ns: i64,
     pub max_gap_ns: i64,
@@ -603,6 +606,9 @@ pub struct GapTotal {
 pub struct PartDerived {
     pub strings: LocalStrings,
     pub ops: Vec<Op>,
+    /// Ops of earlier windows that this part's gaps refer to (not rows of its `ops`):
+    /// op `ops.len() + j` of the part ([`PartDerived::op`]).
+    pub carried_ops: Vec<Op>,
     /// In order of first execution.
     pub op_totals: Vec<OpTotal>,
     pub gaps: Vec<Gap>,
@@ -619,7 +625,17 @@ pub struct PartDerived {
 /// and [`PartDerived::table_rows`] give them.
 pub const PART_TABLES: [&str; 6] = ["ops", "collectives", "gaps", "event_totals", "op_totals", "gap_totals"];
 
+/// Op `k` of a part: one of its own `ops`, or after them one carried from an earlier window.
+fn op_at<'a>(ops: &'a [Op], carried: &'a [Op], k: usize) -> &'a Op {
+    ops.get(k).unwrap_or_else(|| &carried[k - ops.len()])
+}
+
 impl PartDerived {
+    /// The op a gap's `marker` or `payload` refers to ([`PartDerived::carried_ops`]).
+    pub fn op(&self, k: usize) -> &Op {
+        op_at(&self.ops, &self.carried_ops, k)
+    }
+
     /// The rows each of the part's tables ([`PART_TABLES`]) gets.
     pub fn table_rows(&self) -> [(&'static str, usize); 6] {
         let rows = [self.ops.len(), self.collectives.len(), self.gaps.len(), self.event_totals.len(), self.op_totals.len(), self.gap_totals.len()];
@@ -659,6 +675,164 @@ pub struct Deriver {
     span: Option<(i64, i64)>,
     launch_ids: FxHashMap<String, usize>,
     source_hints: FxHashMap<String, usize>,
+    /// What a group of planes streamed in time windows carries from one window to the next.
+    windows: WindowCarry,
+}
+
+/// The state a window of a group of planes ([`crate::model::TimeWindow`]) leaves to the
+/// next: what an op or gap there needs of the ops before it.
+#[derive(Default)]
+struct WindowCarry {
+    gaps: GapCarry,
+    collectives: CollectiveCarry,
+    totals: WindowTotals,
+    /// The group's device steps start here in `Deriver::device_steps`; their devices'
+    /// merged intervals of all ops and of compute ops so far.
+    first_device_step: Option<usize>,
+    /// Per plane: the `XLA Modules` events so far, (start, end, module, program id) by start.
+    module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>>,
+    device_busy: FxHashMap<(u32, u32), (Intervals, Intervals)>,
+}
+
+/// An op with the text of its part-local strings (`region_path`, `source`), to be carried
+/// into a later part.
+type CarriedOp = (Op, Option<String>, Option<String>);
+
+/// An op of a part as a [`CarriedOp`].
+fn carried_op(op: &Op, strings: &LocalStrings) -> CarriedOp {
+    let text = |id: u32| if id == NO_STR { None } else { strings.get(id).map(str::to_string) };
+    (op.clone(), text(op.region_path), text(op.source))
+}
+
+/// A [`CarriedOp`] as an op of this part: its strings interned in the part's.
+fn landed_op((mut op, region_path, source): CarriedOp, strings: &mut LocalStrings) -> Op {
+    op.region_path = region_path.map_or(NO_STR, |v| strings.intern(v));
+    op.source = source.map_or(NO_STR, |v| strings.intern(v));
+    op
+}
+
+/// The totals tables of the windows of a group of planes, summed over its windows and
+/// written with the last, so that each key has one row as when the planes are one part.
+#[derive(Default)]
+struct WindowTotals {
+    events: BTreeMap<(u32, u32, u32, Option<&'static str>), EventTotal>,
+    ops: Vec<(OpTotal, CarriedOp)>,
+    op_index: FxHashMap<OpTotalKey, usize>,
+    gaps: Vec<(GapTotal, CarriedOp, CarriedOp)>,
+    gap_index: FxHashMap<GapTotalKey, usize>,
+}
+
+/// An `op_totals` key with its part-local strings as text.
+type OpTotalKey = ((u32, u32, u32, u32, i64, u32), (Label, Option<Label>, u32, Option<String>, Label, u32, Option<String>));
+/// A `gap_totals` key with its part-local string as text.
+type GapTotalKey = (u32, u32, u32, u32, u32, u32, Option<String>);
+
+impl WindowTotals {
+    /// Adds a window's totals (`ops` and `carried` are its ops, `strings` its strings).
+    fn fold(&mut self, ops: &[Op], carried: &[Op], strings: &LocalStrings, op_totals: Vec<OpTotal>, gap_totals: Vec<GapTotal>, event_totals: Vec<EventTotal>) {
+        for t in event_totals {
+            match self.events.entry((t.line_index, t.name, t.category, t.op_category)) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(t);
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    let sum = o.get_mut();
+                    sum.count += t.count;
+                    sum.dur_ns = sum.dur_ns.saturating_add(t.dur_ns);
+                    sum.self_ns = sum.self_ns.saturating_add(t.self_ns);
+                    sum.first_start_ns = sum.first_start_ns.min(t.first_start_ns);
+                    sum.last_end_ns = sum.last_end_ns.max(t.last_end_ns);
+                }
+            }
+        }
+        let op = |k: usize| op_at(ops, carried, k);
+        for t in op_totals {
+            let (example, region_path, source) = carried_op(op(t.example), strings);
+            let o = &example;
+            let key = (
+                (o.host, o.device, o.hlo_op, o.hlo_module, o.program_id, o.opcode),
+                (o.category, o.collective_kind, o.tf_op, region_path.clone(), o.pass, o.shape, source.clone()),
+            );
+            match self.op_index.get(&key) {
+                Some(&j) => {
+                    let sum = &mut self.ops[j].0;
+                    sum.count += t.count;
+                    sum.dur_ns = sum.dur_ns.saturating_add(t.dur_ns);
+                    sum.self_ns = sum.self_ns.saturating_add(t.self_ns);
+                    sum.max_dur_ns = sum.max_dur_ns.max(t.max_dur_ns);
+                    sum.first_start_ns = sum.first_start_ns.min(t.first_start_ns);
+                    if t.first_step != NULL_I64 && (sum.first_step == NULL_I64 || t.first_step < sum.first_step) {
+                        sum.first_step = t.first_step;
+                    }
+                }
+                None => {
+                    self.op_index.insert(key, self.ops.len());
+                    self.ops.push((t, (example, region_path, source)));
+                }
+            }
+        }
+        for t in gap_totals {
+            let (marker, payload) = (carried_op(op(t.marker), strings), carried_op(op(t.payload), strings));
+            let (m, p) = (&marker.0, &payload.0);
+            let key = (m.host, m.device, m.line, m.hlo_op, p.hlo_op, p.tf_op, payload.1.clone());
+            match self.gap_index.get(&key) {
+                Some(&j) => {
+                    let sum = &mut self.gaps[j].0;
+                    sum.count += t.count;
+                    sum.gap_ns = sum.gap_ns.saturating_add(t.gap_ns);
+                    sum.max_gap_ns = sum.max_gap_ns.max(t.max_gap_ns);
+                }
+                None => {
+                    self.gap_index.insert(key, self.gaps.len());
+                    self.gaps.push((t, marker, payload));
+                }
+            }
+        }
+    }
+
+    /// The summed totals, their example ops appended to `carried` (op `first + j` of the
+    /// part, `first` being its own ops' count).
+    fn finish(self, first: usize, carried: &mut Vec<Op>, strings: &mut LocalStrings) -> (Vec<OpTotal>, Vec<GapTotal>, Vec<EventTotal>) {
+        let mut land = |op: CarriedOp, carried: &mut Vec<Op>| {
+            carried.push(landed_op(op, strings));
+            first + carried.len() - 1
+        };
+        let op_totals = self.ops.into_iter().map(|(t, op)| OpTotal { example: land(op, carried), ..t }).collect();
+        let gap_totals =
+            self.gaps.into_iter().map(|(t, marker, payload)| GapTotal { marker: land(marker, carried), payload: land(payload, carried), ..t }).collect();
+        (op_totals, gap_totals, self.events.into_values().collect())
+    }
+}
+
+/// What the gaps of a line need of the windows before.
+#[derive(Default)]
+struct GapCarry {
+    /// Per line: the latest end of its ops so far (the next op's gap is measured from it).
+    previous_end: FxHashMap<u32, i64>,
+    /// Gaps after a setup marker whose lookahead ran past the end of their window, per line.
+    pending: BTreeMap<u32, Vec<PendingGap>>,
+    /// The pending gaps' marker ops; a pending gap's `marker` indexes this.
+    markers: Vec<CarriedOp>,
+}
+
+/// A gap whose payload is not known yet: its marker (an op of the part's index space, see
+/// [`PartDerived::op`]), and how far the lookahead got.
+#[derive(Clone, Copy)]
+struct PendingGap {
+    marker: usize,
+    gap_start_ns: i64,
+    gap_ns: i64,
+    chain_end: i64,
+    looked: usize,
+}
+
+/// Collectives that ops of a later window may still overlap, and the compute intervals that
+/// may still overlap a collective to come.
+#[derive(Default)]
+struct CollectiveCarry {
+    pending: Vec<Collective>,
+    /// Per (host, device): merged compute intervals of earlier windows.
+    compute: FxHashMap<(u32, u32), Vec<(i64, i64)>>,
 }
 
 impl Deriver {
@@ -717,6 +891,14 @@ impl Deriver {
         }
         for w in module_windows.values_mut() {
             w.sort_unstable_by_key(|x| x.0);
+        }
+        // In a window of a group, ops can run in modules that began in an earlier window
+        // (whose module events all started before this window's).
+        if capture.window.is_some() {
+            for (plane, w) in module_windows.drain() {
+                self.windows.module_windows.entry(plane).or_default().extend(w);
+            }
+            module_windows = self.windows.module_windows.iter().map(|(plane, w)| (*plane, w.clone())).collect();
         }
 
         // Steps of this part join the run's; the outermost annotation of a host step wins.
@@ -822,16 +1004,21 @@ impl Deriver {
 
         crate::timing::stage_done("    derive: strings, devices, step numbers", &mut clock);
         // What folds into the run's state, beside the part's own gaps and totals.
+        // Ops of earlier windows that gaps still pending refer to: after this part's own ops.
+        let gap_carry = &mut std::mem::take(&mut self.windows.gaps);
+        let mut carried_ops: Vec<Op> = std::mem::take(&mut gap_carry.markers).into_iter().map(|op| landed_op(op, &mut strings)).collect();
+        let last_window = capture.window.is_none_or(|w| w.last);
+        let collective_carry = &mut std::mem::take(&mut self.windows.collectives);
         let (((gaps, gap_totals), event_totals), (collectives, op_totals)) = crate::work_queue::join(
             || {
-                let gaps = find_gaps(capture, &ops);
-                let gap_totals = gap_totals(&gaps, &ops);
+                let gaps = find_gaps(capture, &ops, carried_ops.len(), gap_carry, last_window);
+                let gap_totals = gap_totals(&gaps, |k| op_at(&ops, &carried_ops, k));
                 ((gaps, gap_totals), event_totals(capture, &ops))
             },
             || {
-                let collectives = collectives_of(&ops);
+                let collectives = collectives_of(&ops, collective_carry, last_window);
                 let op_totals = op_totals(&ops);
-                self.fold_step_activity(&ops, first_new_device_step);
+                self.fold_step_activity(&ops, first_new_device_step, capture.window);
                 self.fold_regions(&ops, &strings);
                 (collectives, op_totals)
             },
@@ -840,13 +1027,42 @@ impl Deriver {
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
         }
-        PartDerived { strings, ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }
+        // The markers of gaps still pending go on with the text of their local strings.
+        let mut marker_index: FxHashMap<usize, usize> = FxHashMap::default();
+        for pending in gap_carry.pending.values_mut().flatten() {
+            let next = marker_index.len();
+            pending.marker = *marker_index.entry(pending.marker).or_insert(next);
+        }
+        let mut markers: Vec<(usize, usize)> = marker_index.into_iter().map(|(k, j)| (j, k)).collect();
+        markers.sort_unstable();
+        gap_carry.markers = markers.into_iter().map(|(_, k)| carried_op(op_at(&ops, &carried_ops, k), &strings)).collect();
+        self.windows.gaps = std::mem::take(gap_carry);
+        // A window's totals wait for its group's last window.
+        let (op_totals, gap_totals, event_totals) = match capture.window {
+            None => (op_totals, gap_totals, event_totals),
+            Some(window) => {
+                self.windows.totals.fold(&ops, &carried_ops, &strings, op_totals, gap_totals, event_totals);
+                if window.last {
+                    std::mem::take(&mut self.windows.totals).finish(ops.len(), &mut carried_ops, &mut strings)
+                } else {
+                    Default::default()
+                }
+            }
+        };
+        self.windows.collectives = std::mem::take(collective_carry);
+        if capture.window.is_none_or(|w| w.last) {
+            self.windows = WindowCarry::default();
+        }
+        PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`
     /// line share a plane, so a part); host steps count this part's op starts, and the host's
     /// busy intervals grow by this part's ops (their coverage is taken at the end).
-    fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize) {
+    ///
+    /// The windows of a group of planes ([`TimeWindow`]) fold their activity into the device
+    /// steps of every window so far, and the steps' busy times are taken at the last window.
+    fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize, window: Option<TimeWindow>) {
         // Per device: its ops' intervals, its compute ops' intervals and its ops' starts; a
         // host's activity is its devices' together (a union of their unions, a sum of their
         // counts: every op has one device). Ops come a line at a time, so the last device's
@@ -899,11 +1115,38 @@ impl Deriver {
         }
         let count = |v: &[i64], s: i64, e: i64| (v.partition_point(|&t| t < e) - v.partition_point(|&t| t < s)) as i64;
         let by_device: FxHashMap<(u32, u32), &Activity> = devices.iter().map(|(key, activity)| (*key, activity)).collect();
-        for s in self.device_steps[first_new_device_step..].iter_mut() {
-            let activity = by_device.get(&(s.host, s.device));
-            s.busy_ns = activity.map_or(0, |(all, _, _)| covered(all, s.start_ns, s.end_ns));
-            s.compute_ns = activity.map_or(0, |(_, compute, _)| covered(compute, s.start_ns, s.end_ns));
-            s.op_count = activity.map_or(0, |(_, _, starts)| count(starts, s.start_ns, s.end_ns));
+        if let Some(window) = window {
+            // Ops of later windows start after every op of this one: merged intervals that
+            // end by this window's last start are final, and go to the steps now (a step of a
+            // later window starts after them too); the rest wait for the next window's ops.
+            let first = *self.windows.first_device_step.get_or_insert(first_new_device_step);
+            let last_start = if window.last { i64::MAX } else { ops.iter().map(|op| op.start_ns).max().unwrap_or(i64::MIN) };
+            let keys: BTreeSet<(u32, u32)> = devices.iter().map(|(key, _)| *key).chain(self.windows.device_busy.keys().copied()).collect();
+            for key in keys {
+                let slot = self.windows.device_busy.entry(key).or_default();
+                if let Some((all, compute, _)) = by_device.get(&key) {
+                    slot.0 = merge_unions(std::mem::take(&mut slot.0), all.clone());
+                    slot.1 = merge_unions(std::mem::take(&mut slot.1), compute.clone());
+                }
+                let final_all = slot.0.partition_point(|iv| iv.1 <= last_start);
+                let final_compute = slot.1.partition_point(|iv| iv.1 <= last_start);
+                for s in self.device_steps[first..].iter_mut().filter(|s| (s.host, s.device) == key) {
+                    s.busy_ns += covered(&slot.0[..final_all], s.start_ns, s.end_ns);
+                    s.compute_ns += covered(&slot.1[..final_compute], s.start_ns, s.end_ns);
+                }
+                slot.0.drain(..final_all);
+                slot.1.drain(..final_compute);
+            }
+            for s in self.device_steps[first..].iter_mut() {
+                s.op_count += by_device.get(&(s.host, s.device)).map_or(0, |(_, _, starts)| count(starts, s.start_ns, s.end_ns));
+            }
+        } else {
+            for s in self.device_steps[first_new_device_step..].iter_mut() {
+                let activity = by_device.get(&(s.host, s.device));
+                s.busy_ns = activity.map_or(0, |(all, _, _)| covered(all, s.start_ns, s.end_ns));
+                s.compute_ns = activity.map_or(0, |(_, compute, _)| covered(compute, s.start_ns, s.end_ns));
+                s.op_count = activity.map_or(0, |(_, _, starts)| count(starts, s.start_ns, s.end_ns));
+            }
         }
         for s in self.host_steps.values_mut() {
             s.op_count += devices.iter().filter(|((host, _), _)| *host == s.host).map(|(_, (_, _, starts))| count(starts, s.start_ns, s.end_ns)).sum::<i64>();
@@ -1017,23 +1260,38 @@ pub fn canonical_name(name: &str) -> &str {
 }
 
 /// The collective ops, each with the time the same device computed while it ran.
-fn collectives_of(ops: &[Op]) -> Vec<Collective> {
-    if ops.iter().all(|op| op.collective_kind.is_none()) {
+fn collectives_of(ops: &[Op], carry: &mut CollectiveCarry, last_window: bool) -> Vec<Collective> {
+    if last_window && carry.pending.is_empty() && ops.iter().all(|op| op.collective_kind.is_none()) {
+        carry.compute.clear();
         return Vec::new();
     }
-    let mut compute_by_device: FxHashMap<(u32, u32), Vec<(i64, i64)>> = FxHashMap::default();
+    let mut compute_by_device: FxHashMap<(u32, u32), Vec<(i64, i64)>> = std::mem::take(&mut carry.compute);
     for op in ops {
         if op.category == "compute" && !op.async_span {
             compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
         }
     }
     let compute_by_device: FxHashMap<_, _> = compute_by_device.into_iter().map(|(k, v)| (k, union(v))).collect();
-    let mut collectives = Vec::new();
-    for (idx, op) in ops.iter().enumerate() {
-        if op.collective_kind.is_some() {
-            let overlapped = compute_by_device.get(&(op.host, op.device)).map_or(0, |m| covered(m, op.start_ns, op.end_ns()));
-            collectives.push(Collective { op: idx, overlapped_ns: overlapped.min(op.dur_ns) });
-        }
+    let mut collectives = std::mem::take(&mut carry.pending);
+    collectives.extend(ops.iter().filter(|op| op.collective_kind.is_some()).map(|op| Collective { op: op.clone(), overlapped_ns: 0 }));
+    for c in collectives.iter_mut() {
+        let overlapped = compute_by_device.get(&(c.op.host, c.op.device)).map_or(0, |m| covered(m, c.op.start_ns, c.op.end_ns()));
+        c.overlapped_ns = overlapped.min(c.op.dur_ns);
+    }
+    // Every op of a later window starts after every op of this one: a collective that ends
+    // by this window's last start is final, and compute that ends by then overlaps nothing
+    // to come but the collectives still pending.
+    if !last_window {
+        let last_start = ops.iter().map(|op| op.start_ns).max().unwrap_or(i64::MIN);
+        let (done, pending): (Vec<Collective>, Vec<Collective>) = collectives.into_iter().partition(|c| c.op.end_ns() <= last_start);
+        let horizon = pending.iter().map(|c| c.op.start_ns).min().unwrap_or(last_start).min(last_start);
+        carry.compute = compute_by_device
+            .into_iter()
+            .map(|(k, v)| (k, v.into_iter().filter(|iv| iv.1 > horizon).collect::<Vec<_>>()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        carry.pending = pending;
+        collectives = done;
     }
     collectives
 }
@@ -1055,7 +1313,12 @@ pub const GAP_LOOKAHEAD: usize = 8;
 /// Pre-op gaps per device-op line (reference §3.8): ops ordered by (start, end); a gap is a
 /// start after the running maximum end; a setup marker is resolved to the first non-setup
 /// op within 8 that starts before the chain of ops after the marker goes idle again.
-fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
+///
+/// In a window of a plane streamed in windows ([`GapCarry`]), a line's first op is measured
+/// from the end its earlier ops reached, and a setup marker whose lookahead runs past the
+/// window's last op waits for the next window's ops (its marker is then op
+/// `ops.len() + j`, `j` < `carried`, of this part) unless this is the last window.
+fn find_gaps(capture: &Capture, ops: &[Op], carried: usize, carry: &mut GapCarry, last_window: bool) -> Vec<Gap> {
     // A line's ops come one after another (chunks hold whole lines): added a run at a time.
     let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     let mut run_start = 0;
@@ -1072,35 +1335,98 @@ fn find_gaps(capture: &Capture, ops: &[Op]) -> Vec<Gap> {
         setup_by_name.get(id, || is_setup_op(capture.str(id).unwrap_or("")))
     };
     let mut gaps = Vec::with_capacity(ops.len());
-    for track in by_line.values_mut() {
+    let mut still_pending: BTreeMap<u32, Vec<PendingGap>> = BTreeMap::new();
+    // A lookahead that ran out of ops: pending, or in the last window its own payload.
+    let mut open_gap = |gaps: &mut Vec<Gap>, line: u32, gap: PendingGap| {
+        if last_window {
+            gaps.push(Gap { marker: gap.marker, payload: gap.marker, gap_start_ns: gap.gap_start_ns, gap_ns: gap.gap_ns });
+        } else {
+            still_pending.entry(line).or_default().push(gap);
+        }
+    };
+    let mut pending_lines = std::mem::take(&mut carry.pending);
+    let carried_base = ops.len();
+    for (&line, track) in by_line.iter_mut() {
         let order = |&k: &usize| (ops[k].start_ns, ops[k].end_ns(), k);
         if !track.is_sorted_by_key(order) {
             track.sort_by_key(order);
         }
-        let mut previous_end = i64::MIN;
+        for mut gap in pending_lines.remove(&line).unwrap_or_default() {
+            gap.marker += carried_base;
+            match look_ahead(ops, track, gap.chain_end, gap.looked, &mut is_setup) {
+                Lookahead::Payload(payload) => gaps.push(Gap { marker: gap.marker, payload, gap_start_ns: gap.gap_start_ns, gap_ns: gap.gap_ns }),
+                Lookahead::Marker => gaps.push(Gap { marker: gap.marker, payload: gap.marker, gap_start_ns: gap.gap_start_ns, gap_ns: gap.gap_ns }),
+                Lookahead::Open { chain_end, looked } => open_gap(&mut gaps, line, PendingGap { chain_end, looked, ..gap }),
+            }
+        }
+        let mut previous_end = carry.previous_end.get(&line).copied();
         for (pos, &k) in track.iter().enumerate() {
             let op = &ops[k];
-            if pos > 0 && op.start_ns > previous_end {
-                let mut payload = k;
-                if is_setup(k) {
-                    let mut chain_end = op.end_ns();
-                    for &cand in track.iter().skip(pos + 1).take(GAP_LOOKAHEAD) {
-                        if ops[cand].start_ns > chain_end {
-                            break;
-                        }
-                        chain_end = chain_end.max(ops[cand].end_ns());
-                        if !is_setup(cand) {
-                            payload = cand;
-                            break;
+            if let Some(previous_end) = previous_end.filter(|&end| op.start_ns > end) {
+                let (gap_start_ns, gap_ns) = (previous_end, op.start_ns - previous_end);
+                let payload = if is_setup(k) {
+                    match look_ahead(ops, &track[pos + 1..], op.end_ns(), 0, &mut is_setup) {
+                        Lookahead::Payload(payload) => Some(payload),
+                        Lookahead::Marker => Some(k),
+                        Lookahead::Open { chain_end, looked } => {
+                            open_gap(&mut gaps, line, PendingGap { marker: k, gap_start_ns, gap_ns, chain_end, looked });
+                            None
                         }
                     }
+                } else {
+                    Some(k)
+                };
+                if let Some(payload) = payload {
+                    gaps.push(Gap { marker: k, payload, gap_start_ns, gap_ns });
                 }
-                gaps.push(Gap { marker: k, payload, gap_start_ns: previous_end, gap_ns: op.start_ns - previous_end });
             }
-            previous_end = previous_end.max(op.end_ns());
+            previous_end = Some(previous_end.map_or(op.end_ns(), |end| end.max(op.end_ns())));
+        }
+        if let Some(end) = previous_end {
+            carry.previous_end.insert(line, end);
         }
     }
+    // Lines with gaps pending and no ops in this window.
+    for (line, pending) in pending_lines {
+        for mut gap in pending {
+            gap.marker += carried_base;
+            open_gap(&mut gaps, line, gap);
+        }
+    }
+    debug_assert!(still_pending.values().flatten().all(|g| g.marker < ops.len() + carried));
+    carry.pending = still_pending;
     gaps
+}
+
+/// Where a setup marker's lookahead ended.
+enum Lookahead {
+    /// At the first non-setup op of the chain within [`GAP_LOOKAHEAD`] ops.
+    Payload(usize),
+    /// The chain went idle, or every op of the lookahead was a setup op: the marker is its
+    /// own payload.
+    Marker,
+    /// The ops ran out first: the chain's end so far and the ops looked at.
+    Open { chain_end: i64, looked: usize },
+}
+
+/// Goes on with a setup marker's lookahead over `candidates` (the ops after it on its line,
+/// in order) from `chain_end`, having looked at `looked` ops already.
+fn look_ahead(ops: &[Op], candidates: &[usize], mut chain_end: i64, mut looked: usize, is_setup: &mut impl FnMut(usize) -> bool) -> Lookahead {
+    for &cand in candidates {
+        if looked == GAP_LOOKAHEAD || ops[cand].start_ns > chain_end {
+            return Lookahead::Marker;
+        }
+        chain_end = chain_end.max(ops[cand].end_ns());
+        looked += 1;
+        if !is_setup(cand) {
+            return Lookahead::Payload(cand);
+        }
+    }
+    if looked == GAP_LOOKAHEAD {
+        Lookahead::Marker
+    } else {
+        Lookahead::Open { chain_end, looked }
+    }
 }
 
 /// `ops` summed per distinct op of a device (every column of `op_totals`' key).
@@ -1123,16 +1449,16 @@ fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
 }
 
 /// `gaps` summed per (host, device, line, marker op, payload op, payload scope and region).
-fn gap_totals(gaps: &[Gap], ops: &[Op]) -> Vec<GapTotal> {
+fn gap_totals<'a>(gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<GapTotal> {
     type Key = (u32, u32, u32, u32, u32, u32, u32);
     let key = |g: &Gap| -> Key {
-        let (marker, payload) = (&ops[g.marker], &ops[g.payload]);
+        let (marker, payload) = (op(g.marker), op(g.payload));
         (marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path)
     };
     group_rows(
         gaps,
         key,
-        |k| GapTotal { example: k, count: 0, gap_ns: 0, max_gap_ns: i64::MIN },
+        |k| GapTotal { marker: gaps[k].marker, payload: gaps[k].payload, count: 0, gap_ns: 0, max_gap_ns: i64::MIN },
         |t, gap| {
             t.count += 1;
             t.gap_ns = t.gap_ns.saturating_add(gap.gap_ns);

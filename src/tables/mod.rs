@@ -226,7 +226,12 @@ fn events_batch(
     let name = dict.encode(c.name[r()].iter().copied());
     let display_name = dict.encode(c.display_name.range(r()));
     let category = dict.encode(c.category.range(r()));
-    let parent = Arc::new(c.parent[r()].iter().map(|&p| (p != NO_PARENT).then(|| part_base + p as i64)).collect::<Int64Array>());
+    let parent_id = |p: u32| match p {
+        NO_PARENT => None,
+        p if p & CARRIED_TAG != 0 => capture.carried_parents.get((p & !CARRIED_TAG) as usize).copied(),
+        p => Some(part_base + p as i64),
+    };
+    let parent = Arc::new(c.parent[r()].iter().map(|&p| parent_id(p)).collect::<Int64Array>());
     let hlo_op = dict.encode(c.hlo_op.range(r()));
     let hlo_module = dict.encode(c.hlo_module.range(r()));
     let tf_op = dict.encode(c.tf_op.range(r()));
@@ -394,7 +399,7 @@ fn steps_batch(capture: &Capture, d: &derive::RunDerived) -> Result<RecordBatch>
 
 fn collectives_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
-    let rows: Vec<(&derive::Op, i64)> = d.collectives.iter().map(|c| (&d.ops[c.op], c.overlapped_ns)).collect();
+    let rows: Vec<(&derive::Op, i64)> = d.collectives.iter().map(|c| (&c.op, c.overlapped_ns)).collect();
     batch(
         "collectives",
         vec![
@@ -447,7 +452,7 @@ fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> 
     let mut ids: [Vec<u32>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
     let mut ints: [Vec<i64>; 5] = std::array::from_fn(|_| Vec::with_capacity(n));
     for g in &d.gaps {
-        let (marker, payload) = (&d.ops[g.marker], &d.ops[g.payload]);
+        let (marker, payload) = (d.op(g.marker), d.op(g.payload));
         for (col, v) in ids.iter_mut().zip([marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path]) {
             col.push(v);
         }
@@ -479,8 +484,8 @@ fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> 
 fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let t = &d.gap_totals;
-    let marker = |x: &derive::GapTotal| &d.ops[d.gaps[x.example].marker];
-    let payload = |x: &derive::GapTotal| &d.ops[d.gaps[x.example].payload];
+    let marker = |x: &derive::GapTotal| d.op(x.marker);
+    let payload = |x: &derive::GapTotal| d.op(x.payload);
     batch(
         "gap_totals",
         vec![
@@ -501,7 +506,7 @@ fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRe
 fn op_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let t = &d.op_totals;
-    let op = |x: &derive::OpTotal| &d.ops[x.example];
+    let op = |x: &derive::OpTotal| d.op(x.example);
     batch(
         "op_totals",
         vec![
