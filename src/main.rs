@@ -414,6 +414,16 @@ fn source_failure(e: SourceError) -> ExitCode {
 }
 
 /// Prints `text`, or writes it to `output` (creating parent dirs) and prints only the path.
+/// A reader that stops early (`profq summarize X | head`) ends profq as it ends `cat`: by
+/// SIGPIPE, quietly, rather than with a panic from `print!` (Rust ignores SIGPIPE).
+fn quiet_on_closed_stdout() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn emit(text: &str, output: Option<&std::path::Path>) -> ExitCode {
     match output {
         None => {
@@ -443,6 +453,7 @@ fn key_values(pairs: &[String], flag: &str) -> Result<BTreeMap<String, String>, 
 
 fn main() -> ExitCode {
     profq::timing::mark_start();
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     set_memory_policy(&cli.command);
     match cli.command {

@@ -292,3 +292,21 @@ fn a_device_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
     }
     assert!(sql(&whole, "SELECT busy_ns FROM steps WHERE busy_ns > 0").len() > 30, "device steps have activity");
 }
+
+/// A reader that stops early (`profq summarize X | head -1`) ends profq quietly, as it ends
+/// `cat`: no panic message, no status of a panic.
+#[test]
+fn a_closed_stdout_ends_profq_quietly() {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_profq"))
+        .args(["summarize", jax_cpu("transformer_lm").to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_ne!(o.status.code(), Some(101), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
