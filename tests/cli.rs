@@ -185,6 +185,18 @@ fn a_run_streamed_plane_by_plane_equals_the_run_decoded_whole() {
     }
 }
 
+/// profq's output of `args`, with planes streamed in time windows of `window` events if given.
+fn run(args: &[&str], window: Option<&str>) -> String {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
+    cmd.args(args);
+    if let Some(events) = window {
+        cmd.env("PROFQ_WINDOW_EVENTS", events);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
 /// A plane too large to be one part is decoded, derived and written a time window at a time,
 /// its open events, gaps, collectives, steps and totals carried across the windows: with
 /// windows of a few hundred events, the summary and every table (events by their parents,
@@ -208,16 +220,6 @@ fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
         "SELECT * EXCLUDE (run_id) FROM gap_totals".to_string(),
     ];
     for capture in [jax_cpu("transformer_lm"), jax_cpu("multi_device_dp"), jax_gpu("mlp_before")] {
-        let run = |args: &[&str], window: Option<&str>| {
-            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
-            cmd.args(args);
-            if let Some(events) = window {
-                cmd.env("PROFQ_WINDOW_EVENTS", events);
-            }
-            let o = cmd.output().unwrap();
-            assert!(o.status.success(), "{}", stderr(&o));
-            stdout(&o)
-        };
         let input = capture.to_str().unwrap();
         assert_eq!(run(&["summarize", input], None), run(&["summarize", input], Some("300")), "{input}");
         let (whole, windows) = (temp_dir("whole"), temp_dir("windows"));
@@ -264,16 +266,6 @@ fn a_device_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
     ops.sort_by_key(|e| (e.1, -e.2));
     tpu.line(3, "XLA Ops", &ops);
     write_xspace(&path, vec![tpu.build()]);
-    let run = |args: &[&str], window: Option<&str>| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
-        cmd.args(args);
-        if let Some(events) = window {
-            cmd.env("PROFQ_WINDOW_EVENTS", events);
-        }
-        let o = cmd.output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        stdout(&o)
-    };
     let input = path.to_str().unwrap();
     assert_eq!(run(&["summarize", input], None), run(&["summarize", input], Some("25")));
     let (whole, windows) = (dir.join("whole"), dir.join("windows"));

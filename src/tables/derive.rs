@@ -589,6 +589,20 @@ pub struct OpTotal {
     pub first_step: i64,
 }
 
+impl OpTotal {
+    /// Folds `other`'s executions into these (the example stays).
+    fn add(&mut self, other: &OpTotal) {
+        self.count += other.count;
+        self.dur_ns = self.dur_ns.saturating_add(other.dur_ns);
+        self.self_ns = self.self_ns.saturating_add(other.self_ns);
+        self.max_dur_ns = self.max_dur_ns.max(other.max_dur_ns);
+        self.first_start_ns = self.first_start_ns.min(other.first_start_ns);
+        if other.first_step != NULL_I64 && (self.first_step == NULL_I64 || other.first_step < self.first_step) {
+            self.first_step = other.first_step;
+        }
+    }
+}
+
 /// Gaps with the same (host, device, line, marker op, payload op, payload scope and region)
 /// summed (a row of `gap_totals`).
 #[derive(Clone, Debug)]
@@ -722,6 +736,17 @@ struct WindowTotals {
     gap_index: FxHashMap<GapTotalKey, usize>,
 }
 
+/// Adds `row` to `rows` under `key`: merged into the row already there, or as a new one.
+fn fold_row<K: std::hash::Hash + Eq, R>(index: &mut FxHashMap<K, usize>, rows: &mut Vec<R>, key: K, row: R, merge: impl FnOnce(&mut R, R)) {
+    match index.get(&key) {
+        Some(&j) => merge(&mut rows[j], row),
+        None => {
+            index.insert(key, rows.len());
+            rows.push(row);
+        }
+    }
+}
+
 /// An `op_totals` key with its part-local strings as text.
 type OpTotalKey = ((u32, u32, u32, u32, i64, u32), (Label, Option<Label>, u32, Option<String>, Label, u32, Option<String>));
 /// A `gap_totals` key with its part-local string as text.
@@ -753,40 +778,17 @@ impl WindowTotals {
                 (o.host, o.device, o.hlo_op, o.hlo_module, o.program_id, o.opcode),
                 (o.category, o.collective_kind, o.tf_op, region_path.clone(), o.pass, o.shape, source.clone()),
             );
-            match self.op_index.get(&key) {
-                Some(&j) => {
-                    let sum = &mut self.ops[j].0;
-                    sum.count += t.count;
-                    sum.dur_ns = sum.dur_ns.saturating_add(t.dur_ns);
-                    sum.self_ns = sum.self_ns.saturating_add(t.self_ns);
-                    sum.max_dur_ns = sum.max_dur_ns.max(t.max_dur_ns);
-                    sum.first_start_ns = sum.first_start_ns.min(t.first_start_ns);
-                    if t.first_step != NULL_I64 && (sum.first_step == NULL_I64 || t.first_step < sum.first_step) {
-                        sum.first_step = t.first_step;
-                    }
-                }
-                None => {
-                    self.op_index.insert(key, self.ops.len());
-                    self.ops.push((t, (example, region_path, source)));
-                }
-            }
+            fold_row(&mut self.op_index, &mut self.ops, key, (t, (example, region_path, source)), |(sum, _), (t, _)| sum.add(&t));
         }
         for t in gap_totals {
             let (marker, payload) = (carried_op(op(t.marker), strings), carried_op(op(t.payload), strings));
             let (m, p) = (&marker.0, &payload.0);
             let key = (m.host, m.device, m.line, m.hlo_op, p.hlo_op, p.tf_op, payload.1.clone());
-            match self.gap_index.get(&key) {
-                Some(&j) => {
-                    let sum = &mut self.gaps[j].0;
-                    sum.count += t.count;
-                    sum.gap_ns = sum.gap_ns.saturating_add(t.gap_ns);
-                    sum.max_gap_ns = sum.max_gap_ns.max(t.max_gap_ns);
-                }
-                None => {
-                    self.gap_index.insert(key, self.gaps.len());
-                    self.gaps.push((t, marker, payload));
-                }
-            }
+            fold_row(&mut self.gap_index, &mut self.gaps, key, (t, marker, payload), |(sum, ..), (t, ..)| {
+                sum.count += t.count;
+                sum.gap_ns = sum.gap_ns.saturating_add(t.gap_ns);
+                sum.max_gap_ns = sum.max_gap_ns.max(t.max_gap_ns);
+            });
         }
     }
 
@@ -1437,14 +1439,9 @@ fn op_totals(ops: &[Op]) -> Vec<OpTotal> {
     };
     let start = |k| OpTotal { example: k, count: 0, dur_ns: 0, self_ns: 0, max_dur_ns: i64::MIN, first_start_ns: i64::MAX, first_step: NULL_I64 };
     group_rows(ops, key, start, |t, op| {
-        t.count += 1;
-        t.dur_ns = t.dur_ns.saturating_add(op.dur_ns);
-        t.self_ns = t.self_ns.saturating_add(op.self_ns);
-        t.max_dur_ns = t.max_dur_ns.max(op.dur_ns);
-        t.first_start_ns = t.first_start_ns.min(op.start_ns);
-        if op.step != NULL_I64 && (t.first_step == NULL_I64 || op.step < t.first_step) {
-            t.first_step = op.step;
-        }
+        let one =
+            OpTotal { example: 0, count: 1, dur_ns: op.dur_ns, self_ns: op.self_ns, max_dur_ns: op.dur_ns, first_start_ns: op.start_ns, first_step: op.step };
+        t.add(&one)
     })
 }
 
