@@ -302,3 +302,35 @@ fn a_closed_stdout_ends_profq_quietly() {
     assert_ne!(o.status.code(), Some(101), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
+
+/// A plane that cannot be cut into time windows (a line out of time order in the file) is
+/// decoded whole, as before, with a warning that says why memory follows the plane.
+#[test]
+fn a_plane_out_of_time_order_is_decoded_whole_with_a_warning() {
+    use common::synth::*;
+    let dir = temp_dir("unordered_windows");
+    let path = dir.join("unordered.xplane.pb");
+    let mut cpu = PlaneBuilder::new(1, "/host:CPU");
+    let events: Vec<SynthEvent> = (0..60).rev().map(|k| ("fusion.1", k * 10, 5, &[("hlo_op", V::Str("fusion.1"))][..])).collect();
+    cpu.line(1, "tf_XLAEigen/1", &events);
+    write_xspace(&path, vec![cpu.build()]);
+    let input = path.to_str().unwrap();
+    let store = dir.join("store");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_profq"))
+        .args(["ingest", input, "--store", store_arg(&store), "--run-id", "r"])
+        .env("PROFQ_WINDOW_EVENTS", "10")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("decoded whole, not in time windows"), "{}", stderr(&o));
+    // The summary says so too (a quality warning); the rest is the plane decoded whole.
+    let summary = |window| {
+        let mut v: serde_json::Value = serde_json::from_str(&run(&["summarize", input], window)).unwrap();
+        let warnings = v["trace_overview"]["quality_warnings"].take();
+        (v, warnings.as_array().map_or(0, Vec::len))
+    };
+    let ((whole, whole_warnings), (windowed, windowed_warnings)) = (summary(None), summary(Some("10")));
+    assert_eq!(whole, windowed);
+    assert_eq!((whole_warnings, windowed_warnings), (0, 1));
+    assert_eq!(sql(&store, "SELECT count(*) AS n FROM ops")[0]["n"], 60);
+}

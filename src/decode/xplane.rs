@@ -482,6 +482,13 @@ pub fn decode_group<E>(
     let total: usize = jobs.iter().map(|j| j.events.count).sum();
     let per_window = window_events();
     let windows = if total > 2 * per_window { plan_windows(&jobs, total, per_window, read).map_err(wire_err)? } else { None };
+    if total > 2 * per_window && windows.is_none() {
+        let names: Vec<String> = planes.iter().map(|p| p.name.clone()).collect();
+        capture.meta.quality_warnings.push(format!(
+            "{} ({total} events) decoded whole, not in time windows: a line's events are out of time order in the file (or all start together), so memory grows with the plane",
+            names.join(", ")
+        ));
+    }
     let Some((cut_times, line_cuts)) = windows else {
         decode_whole(planes, &jobs, &ctxs, capture, read).map_err(wire_err)?;
         return on_part(capture);
