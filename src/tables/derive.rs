@@ -683,7 +683,8 @@ pub struct Deriver {
     host_steps: BTreeMap<(u32, i64), Step>,
     device_steps: Vec<Step>,
     /// Per host: merged intervals of all ops and of compute ops, over every part so far.
-    host_busy: HashMap<u32, (Intervals, Intervals)>,
+    /// (None: the compute intervals are all of them, no device of the host having collectives.)
+    host_busy: HashMap<u32, (Intervals, Option<Intervals>)>,
     leaves: FxHashMap<(&'static str, String), Region>,
     devices: Vec<u32>,
     span: Option<(i64, i64)>,
@@ -1154,19 +1155,29 @@ impl Deriver {
             s.op_count += devices.iter().filter(|((host, _), _)| *host == s.host).map(|(_, (_, _, starts))| count(starts, s.start_ns, s.end_ns)).sum::<i64>();
         }
         // A host's unions are its devices' unions merged (a host of one device: that one).
-        type DevicesUnions = [Vec<Vec<(i64, i64)>>; 2];
+        // Compute intervals are kept apart only once a device of the host has collectives
+        // (until then they are all its intervals: None).
+        type DevicesUnions = (Vec<Intervals>, Vec<Option<Intervals>>);
         let mut by_host: BTreeMap<u32, DevicesUnions> = BTreeMap::new();
-        for ((host, _), (all, compute, _)) in devices {
-            let [alls, computes] = by_host.entry(host).or_default();
+        for (((host, _), (all, compute, _)), &(_, collectives)) in devices.into_iter().zip(&counts) {
+            let (alls, computes) = by_host.entry(host).or_default();
+            computes.push((collectives > 0).then_some(compute));
             alls.push(all);
-            computes.push(compute);
         }
-        let union_of = |mut unions: Vec<Vec<(i64, i64)>>| if unions.len() == 1 { unions.pop().unwrap_or_default() } else { union(unions.concat()) };
-        for (host, [alls, computes]) in by_host {
-            let (merged, computed) = (union_of(alls), union_of(computes));
+        let union_of = |mut unions: Vec<Intervals>| if unions.len() == 1 { unions.pop().unwrap_or_default() } else { union(unions.concat()) };
+        for (host, (alls, computes)) in by_host {
+            let computed = if computes.iter().all(Option::is_none) {
+                None
+            } else {
+                Some(union_of(computes.into_iter().zip(&alls).map(|(compute, all)| compute.unwrap_or_else(|| all.clone())).collect()))
+            };
+            let merged = union_of(alls);
             let slot = self.host_busy.entry(host).or_default();
+            slot.1 = match (slot.1.take(), computed) {
+                (None, None) => None,
+                (before, now) => Some(merge_unions(before.unwrap_or_else(|| slot.0.clone()), now.unwrap_or_else(|| merged.clone()))),
+            };
             slot.0 = merge_unions(std::mem::take(&mut slot.0), merged);
-            slot.1 = merge_unions(std::mem::take(&mut slot.1), computed);
         }
     }
 
@@ -1219,7 +1230,7 @@ impl Deriver {
         for s in steps.iter_mut() {
             if let Some((all, compute)) = self.host_busy.get(&s.host) {
                 s.busy_ns = covered(all, s.start_ns, s.end_ns);
-                s.compute_ns = covered(compute, s.start_ns, s.end_ns);
+                s.compute_ns = covered(compute.as_ref().unwrap_or(all), s.start_ns, s.end_ns);
             }
         }
         steps.extend(self.device_steps);
