@@ -623,6 +623,9 @@ fn plan_windows(jobs: &[LineJob], total: usize, per_window: usize, read: &Releas
             None => return Ok(None),
         }
     }
+    if samples.is_empty() {
+        return Ok(None);
+    }
     samples.sort_unstable();
     let windows = total.div_ceil(per_window);
     let mut cut_times: Vec<i64> = (1..windows).map(|c| samples[c * samples.len() / windows]).collect();
