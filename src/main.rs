@@ -413,7 +413,6 @@ fn source_failure(e: SourceError) -> ExitCode {
     }
 }
 
-/// Prints `text`, or writes it to `output` (creating parent dirs) and prints only the path.
 /// A reader that stops early (`profq summarize X | head`) ends profq as it ends `cat`: by
 /// SIGPIPE, quietly, rather than with a panic from `print!` (Rust ignores SIGPIPE).
 fn quiet_on_closed_stdout() {
@@ -424,6 +423,7 @@ fn quiet_on_closed_stdout() {
     }
 }
 
+/// Prints `text`, or writes it to `output` (creating parent dirs) and prints only the path.
 fn emit(text: &str, output: Option<&std::path::Path>) -> ExitCode {
     match output {
         None => {

@@ -202,7 +202,7 @@ pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32, open_before: &
             }
             let (start, dur) = (c.start_ns[i], c.dur_ns[i]);
             let end = start.saturating_add(dur);
-            while stack.last().is_some_and(|top| top.end <= start || top.end < end) {
+            while stack.last().is_some_and(|top| !encloses(top.end, start, end)) {
                 stack.pop();
             }
             if let Some(top) = stack.last() {
@@ -226,6 +226,13 @@ pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32, open_before: &
             }
         }
     }
+}
+
+/// Whether an open event ending at `open_end` is the parent of the next event of its line,
+/// `start..end` ([`nest_lines`]' rule): it must end after the event starts and not before
+/// it ends (an event it only partly overlaps is its sibling).
+pub fn encloses(open_end: i64, start: i64, end: i64) -> bool {
+    open_end > start && open_end >= end
 }
 
 /// An event left open at the start of a part by an earlier part of its line: its end, and

@@ -481,8 +481,9 @@ pub fn decode_group<E>(
     let (ctxs, jobs) = prepare_planes(planes, host, start_epoch, capture, read).map_err(wire_err)?;
     let total: usize = jobs.iter().map(|j| j.events.count).sum();
     let per_window = window_events();
-    let windows = if total > 2 * per_window { plan_windows(&jobs, total, per_window, read).map_err(wire_err)? } else { None };
-    if total > 2 * per_window && windows.is_none() {
+    let too_large = total > 2 * per_window;
+    let windows = if too_large { plan_windows(&jobs, total, per_window, read).map_err(wire_err)? } else { None };
+    if too_large && windows.is_none() {
         let names: Vec<String> = planes.iter().map(|p| p.name.clone()).collect();
         capture.meta.quality_warnings.push(format!(
             "{} ({total} events) decoded whole, not in time windows: a line's events are out of time order in the file (or all start together), so memory grows with the plane",
@@ -659,7 +660,7 @@ fn plan_windows(jobs: &[LineJob], total: usize, per_window: usize, read: &Releas
             while cuts.at.len() < cut_times_ref.len() && start >= cut_times_ref[cuts.at.len()] {
                 reach_cut(&mut cuts, &mut stack, index, kept);
             }
-            while stack.last().is_some_and(|top| top.end <= start || top.end < end) {
+            while stack.last().is_some_and(|top| !encloses(top.end, start, end)) {
                 let top = stack.pop().expect("a top");
                 close(&mut cuts, top);
             }

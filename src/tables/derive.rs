@@ -701,12 +701,13 @@ struct WindowCarry {
     gaps: GapCarry,
     collectives: CollectiveCarry,
     totals: WindowTotals,
-    /// The group's device steps start here in `Deriver::device_steps`; their devices'
-    /// merged intervals of all ops and of compute ops so far.
+    /// The group's device steps start here in `Deriver::device_steps`.
     first_device_step: Option<usize>,
+    /// Per (host, device): merged intervals of all ops and of compute ops not yet credited
+    /// to the group's device steps (those a later window's ops may still extend).
+    device_busy: FxHashMap<(u32, u32), (Intervals, Intervals)>,
     /// Per plane: the `XLA Modules` events so far, (start, end, module, program id) by start.
     module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>>,
-    device_busy: FxHashMap<(u32, u32), (Intervals, Intervals)>,
 }
 
 /// An op with the text of its part-local strings (`region_path`, `source`), to be carried
@@ -1053,7 +1054,7 @@ impl Deriver {
             }
         };
         self.windows.collectives = std::mem::take(collective_carry);
-        if capture.window.is_none_or(|w| w.last) {
+        if last_window {
             self.windows = WindowCarry::default();
         }
         PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }
@@ -1064,7 +1065,8 @@ impl Deriver {
     /// busy intervals grow by this part's ops (their coverage is taken at the end).
     ///
     /// The windows of a group of planes ([`TimeWindow`]) fold their activity into the device
-    /// steps of every window so far, and the steps' busy times are taken at the last window.
+    /// steps of every window so far: op starts as they come, busy and compute time as the
+    /// merged intervals become final (no later window's op can extend them).
     fn fold_step_activity(&mut self, ops: &[Op], first_new_device_step: usize, window: Option<TimeWindow>) {
         // Per device: its ops' intervals, its compute ops' intervals and its ops' starts; a
         // host's activity is its devices' together (a union of their unions, a sum of their

@@ -200,7 +200,8 @@ fn picked_events_batch(capture: &Capture, chunk: &EventChunk, part_base: i64, ba
 
 /// The `events` rows of `c`'s events `rows`. Event `i` is event `base + i` of the table, or
 /// `base + original[i]` when `c` holds events picked out of a chunk; its parent is event
-/// `part_base + parent[i]` (parents are positions in the part).
+/// `part_base + parent[i]` (parents are positions in the part), or for a parent tagged
+/// [`CARRIED_TAG`] an event of an earlier window ([`Capture::carried_parents`]).
 fn events_batch(
     capture: &Capture,
     c: &EventChunk,
