@@ -17,13 +17,12 @@
 --   avg_gap_ns       total_gap_ns / count
 -- Reads gap_totals (gaps already summed per marker, payload and its region), summed again per
 -- (payload, payload region) before any text is compared; the most common region per name
--- comes from op_totals, picked by an ordered first_value aggregate (not a window, which
--- pays for every name's partition).
-WITH preferred_counts AS (
-  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, CAST(region_path AS VARCHAR) AS region_path, n
-  FROM (SELECT hlo_op, region_path, sum(count) AS n FROM op_totals WHERE run_id = {{run_id}} AND region_path IS NOT NULL GROUP BY hlo_op, region_path) c
+-- comes from op_totals, picked by `top_value(region_path, count)` (profq's aggregate:
+-- highest summed weight, ties: smallest path).
+WITH preferred AS (
+  SELECT CAST(hlo_op AS VARCHAR) AS hlo_op, region_path
+  FROM (SELECT hlo_op, top_value(region_path, count) AS region_path FROM op_totals WHERE run_id = {{run_id}} AND region_path IS NOT NULL GROUP BY hlo_op) c
 ),
-preferred AS (SELECT hlo_op, first_value(region_path ORDER BY n DESC, region_path) AS region_path FROM preferred_counts GROUP BY hlo_op),
 per_payload AS (
   SELECT CAST(payload_op AS VARCHAR) AS op_name, CAST(payload_region_path AS VARCHAR) AS own_path, n, gap_ns
   FROM (SELECT payload_op, payload_region_path, sum(count) AS n, sum(gap_ns) AS gap_ns FROM gap_totals WHERE run_id = {{run_id}} GROUP BY payload_op, payload_region_path) c

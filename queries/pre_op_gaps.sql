@@ -20,22 +20,19 @@
 --   avg_gap_ns          total_gap_ns / count
 --   lines               distinct lines the gaps were on
 -- Reads gap_totals (gaps already summed per line, marker and payload). The most frequent
--- marker is an ordered first_value over the (payload, marker) sums: an aggregate, not a
--- window, because a window function pays for every payload's partition.
+-- marker is `top_value(marker_op, count)` (profq's aggregate: highest summed weight, ties:
+-- smallest name, nulls left out), in the same grouping as the sums.
 WITH o AS (
   SELECT CAST(payload_op AS VARCHAR) AS payload_op, CAST(marker_op AS VARCHAR) AS marker_op,
          CAST(host AS VARCHAR) || '/' || CAST(line AS VARCHAR) AS track, count, gap_ns, max_gap_ns
-  FROM gap_totals WHERE run_id = {{run_id}}
+  FROM gap_totals WHERE run_id = {{run_id}} AND payload_op IS NOT NULL
 ),
 per_payload AS (
-  SELECT payload_op, sum(count) AS count, sum(gap_ns) AS total_gap_ns, max(max_gap_ns) AS max_gap_ns, count(DISTINCT track) AS lines
+  SELECT payload_op, top_value(marker_op, count) AS marker_op, sum(count) AS count, sum(gap_ns) AS total_gap_ns,
+         max(max_gap_ns) AS max_gap_ns, count(DISTINCT track) AS lines
   FROM o GROUP BY payload_op
-),
-markers AS (
-  SELECT payload_op, first_value(marker_op ORDER BY n DESC, marker_op) AS marker_op
-  FROM (SELECT payload_op, marker_op, sum(count) AS n FROM o GROUP BY payload_op, marker_op) m GROUP BY payload_op
 )
-SELECT p.payload_op, m.marker_op, p.count, p.total_gap_ns, p.max_gap_ns, CAST(p.total_gap_ns AS DOUBLE) / p.count AS avg_gap_ns, p.lines
-FROM per_payload p JOIN markers m ON m.payload_op = p.payload_op
-ORDER BY p.total_gap_ns DESC, p.max_gap_ns DESC, p.payload_op
+SELECT payload_op, marker_op, count, total_gap_ns, max_gap_ns, CAST(total_gap_ns AS DOUBLE) / count AS avg_gap_ns, lines
+FROM per_payload
+ORDER BY total_gap_ns DESC, max_gap_ns DESC, payload_op
 LIMIT {{top_k}}

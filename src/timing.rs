@@ -1,7 +1,8 @@
 //! Stage timings on stderr when `PROFQ_TIMING` is set: a profiling aid, never part of output.
 //! `PROFQ_TIMING=serial` also runs a summary's queries one at a time, so that each query's
 //! time is its own rather than shared with the others running beside it, and splits each
-//! SQL statement's time into planning (SQL to plan; optimize and physical plan) and execution.
+//! SQL statement's time into planning (SQL to plan; optimize and physical plan) and execution;
+//! with `PROFQ_EXPLAIN` set too, it prints each executed plan with its operators' metrics.
 
 use std::sync::OnceLock;
 use std::time::Instant;

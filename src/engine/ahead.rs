@@ -130,9 +130,13 @@ impl Planned {
     /// Executes the statement.
     pub async fn execute(self) -> Result<Vec<RecordBatch>, QueryError> {
         let started = std::time::Instant::now();
+        let explained = (crate::timing::serial() && std::env::var_os("PROFQ_EXPLAIN").is_some()).then(|| self.plan.clone());
         let out = datafusion::physical_plan::collect(self.plan, self.task).await.map_err(super::failed);
         if crate::timing::serial() {
             eprintln!("profq: timing:   execute {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+        }
+        if let Some(plan) = explained {
+            eprintln!("{}", datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(plan.as_ref()).indent(true));
         }
         out
     }
