@@ -125,8 +125,8 @@ fn narrow_logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
 /// the final sanity check, and projection pushdown (the logical plan already prunes the
 /// scans' columns; rebuilding every projection's equivalences cost ~8 ms and execution
 /// was no faster with it). Kept: the ordering and distribution requirements (they make
-/// plans runnable), build-side choice, one-stage aggregates and limit pushdown (they keep
-/// execution as fast).
+/// plans runnable; for one partition, the cheaper [`OneStreamRequirements`]), build-side
+/// choice, one-stage aggregates and limit pushdown (they keep execution as fast).
 fn narrow_physical_rules() -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
     use datafusion::physical_optimizer::{
         combine_partial_final_agg::CombinePartialFinalAggregate, ensure_requirements::EnsureRequirements, join_selection::JoinSelection,
@@ -135,11 +135,62 @@ fn narrow_physical_rules() -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> 
     vec![
         Arc::new(OutputRequirements::new_add_mode()),
         Arc::new(JoinSelection::new()),
-        Arc::new(EnsureRequirements::new()),
+        Arc::new(OneStreamRequirements(EnsureRequirements::new())),
         Arc::new(CombinePartialFinalAggregate::new()),
         Arc::new(OutputRequirements::new_remove_mode()),
         Arc::new(LimitPushdown::new()),
     ]
+}
+
+/// DataFusion's `EnsureRequirements` for a [`Spread::Narrow`] session, whose scans have one
+/// partition each: a union's output (one partition per input) is merged into one first,
+/// and then, every operator having one partition, every distribution requirement holds, so
+/// only the sort requirements are enforced (a `SortExec` where an operator needs ordered
+/// input, e.g. a window). The full rule makes seven passes over the plan, rebuilding
+/// operators and their equivalence properties in each: ~18 % of a small capture's summary.
+/// A plan with any other multi-partition operator gets the full rule.
+#[derive(Debug)]
+struct OneStreamRequirements(datafusion::physical_optimizer::ensure_requirements::EnsureRequirements);
+
+/// Whether every operator of `plan` has one partition, a union merged into one counting as one.
+fn one_stream(plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>) -> bool {
+    use datafusion::physical_plan::{coalesce_partitions::CoalescePartitionsExec, union::UnionExec, ExecutionPlanProperties};
+    let children = plan.children();
+    match children.as_slice() {
+        [union] if plan.is::<CoalescePartitionsExec>() && union.is::<UnionExec>() => union.children().into_iter().all(one_stream),
+        _ => plan.output_partitioning().partition_count() <= 1 && children.into_iter().all(one_stream),
+    }
+}
+
+impl PhysicalOptimizerRule for OneStreamRequirements {
+    fn optimize(
+        &self,
+        plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+        config: &datafusion::config::ConfigOptions,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        use datafusion::common::tree_node::{Transformed, TreeNode};
+        use datafusion::physical_optimizer::enforce_sorting::{ensure_sorting, PlanWithCorrespondingSort};
+        use datafusion::physical_plan::ExecutionPlanProperties;
+        use datafusion::physical_plan::{coalesce_partitions::CoalescePartitionsExec, union::UnionExec};
+        let plan = plan
+            .transform_up(|node| {
+                let union = node.is::<UnionExec>() && node.output_partitioning().partition_count() > 1;
+                Ok(if union { Transformed::yes(Arc::new(CoalescePartitionsExec::new(node)) as _) } else { Transformed::no(node) })
+            })?
+            .data;
+        if !one_stream(&plan) {
+            return self.0.optimize(plan, config);
+        }
+        Ok(PlanWithCorrespondingSort::new_default(plan).transform_up(ensure_sorting)?.data.plan)
+    }
+
+    fn name(&self) -> &str {
+        "OneStreamRequirements"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
 }
 
 impl Engine {
@@ -288,4 +339,37 @@ fn dealt_batches(t: &schema::Table, runs: &[(&RunTables, &str)], partitions: usi
 /// A query that failed after planning began, as one line.
 fn failed(e: datafusion::error::DataFusionError) -> QueryError {
     QueryError(e.to_string().trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{ArrayRef, Int64Array};
+    use datafusion::arrow::datatypes::{Field, Schema};
+
+    /// A narrow session (sort requirements only, unions merged into one stream) answers
+    /// as a wide one with every DataFusion rule, on the shapes a summary's queries take:
+    /// a window over a union, a join, an aggregate and an ordered result.
+    #[tokio::test]
+    async fn a_narrow_session_answers_as_a_wide_one() {
+        let schema = Arc::new(Schema::new(vec![Field::new("step", DataType::Int64, false), Field::new("ns", DataType::Int64, false)]));
+        let column = |v: Vec<i64>| Arc::new(Int64Array::from(v)) as ArrayRef;
+        let rows = RecordBatch::try_new(schema.clone(), vec![column(vec![1, 1, 2, 2, 3, 3, 3]), column(vec![5, 9, 4, 4, 7, 1, 8])]).unwrap();
+        let sql = "WITH per AS (SELECT step, ns FROM t UNION ALL SELECT step, ns * 2 FROM t WHERE ns > 4), \
+                   lagged AS (SELECT step, ns, ns - min(ns) OVER (PARTITION BY step) AS lag, \
+                              row_number() OVER (PARTITION BY step ORDER BY ns DESC) AS rk FROM per) \
+                   SELECT l.step, count(*) AS n, sum(l.lag) AS lag, max(l.rk) AS rk, min(s.ns) AS least \
+                   FROM lagged l JOIN (SELECT step, min(ns) AS ns FROM t GROUP BY step) s ON s.step = l.step \
+                   GROUP BY l.step ORDER BY l.step";
+        let mut answers = Vec::new();
+        for spread in [Spread::Narrow, Spread::Wide] {
+            let ctx = in_memory_session(spread);
+            let partitions = (0..spread.partitions()).map(|p| if p == 0 { vec![rows.clone()] } else { Vec::new() }).collect();
+            ctx.register_table("t", Arc::new(MemTable::try_new(schema.clone(), partitions).unwrap())).unwrap();
+            let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            answers.push(crate::render::rows(&batches));
+        }
+        assert_eq!(answers[0].len(), 3);
+        assert_eq!(answers[0], answers[1]);
+    }
 }
