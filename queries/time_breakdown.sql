@@ -16,36 +16,27 @@
 --   total_ns        summed exclusive time
 --   share_of_total  total_ns / sum over categories (0 when empty)
 -- Exclusive time comes summed per (line, name, op category) from event_totals, so no
--- event is scanned; name patterns are then tested once per distinct name.
+-- event is scanned; the name patterns are tested once per (name, plane kind, op category),
+-- and only on rows without an op category.
 WITH ev AS (
-  SELECT name, device IS NULL AS on_host, CAST(op_category AS VARCHAR) AS op_category, sum(self_ns) AS self_ns
+  SELECT CAST(name AS VARCHAR) AS name, device IS NULL AS on_host, CAST(op_category AS VARCHAR) AS op_category, sum(self_ns) AS self_ns
   FROM event_totals
   WHERE run_id = {{run_id}} AND line <> 'Steps'
   GROUP BY name, device IS NULL, op_category
 ),
-names AS (
-  SELECT name,
-         regexp_like(lower(name), '(^|[^a-z])(wait|await|barrier|semaphore|acquire|idle|blocked|sleep)|donation holds') AS is_stall,
-         regexp_like(lower(name), 'all-reduce|all_reduce|allreduce|all-gather|all_gather|allgather|reduce-scatter|reduce_scatter|reducescatter|all-to-all|alltoall|collective|permute|psum|nccl|rccl|send|recv') AS is_comm
-  FROM (SELECT DISTINCT CAST(name AS VARCHAR) AS name FROM ev) d
-),
-classified AS (
-  SELECT ev.self_ns,
-         CASE
-           WHEN ev.op_category IS NOT NULL THEN ev.op_category
-           WHEN n.is_stall THEN 'stall'
-           WHEN ev.on_host THEN 'host'
-           WHEN n.is_comm THEN 'communication'
+totals AS (
+  SELECT CASE
+           WHEN op_category IS NOT NULL THEN op_category
+           WHEN regexp_like(lower(name), '(^|[^a-z])(wait|await|barrier|semaphore|acquire|idle|blocked|sleep)|donation holds') THEN 'stall'
+           WHEN on_host THEN 'host'
+           WHEN regexp_like(lower(name), 'all-reduce|all_reduce|allreduce|all-gather|all_gather|allgather|reduce-scatter|reduce_scatter|reducescatter|all-to-all|alltoall|collective|permute|psum|nccl|rccl|send|recv') THEN 'communication'
            ELSE 'compute'
-         END AS category
-  FROM ev LEFT JOIN names n ON n.name = CAST(ev.name AS VARCHAR)
-),
-totals AS (SELECT category, sum(self_ns) AS total_ns FROM classified GROUP BY category),
-categories AS (
-  SELECT * FROM (VALUES (1, 'compute'), (2, 'communication'), (3, 'host'), (4, 'stall'), (5, 'other')) AS c(ord, category)
-),
-grand AS (SELECT sum(total_ns) AS g FROM totals)
+         END AS category,
+         sum(self_ns) AS total_ns
+  FROM ev GROUP BY 1
+)
 SELECT c.category, coalesce(t.total_ns, 0) AS total_ns,
-       CASE WHEN grand.g > 0 THEN CAST(coalesce(t.total_ns, 0) AS DOUBLE) / grand.g ELSE 0.0 END AS share_of_total
-FROM categories c CROSS JOIN grand LEFT JOIN totals t ON t.category = c.category
+       CASE WHEN sum(t.total_ns) OVER () > 0 THEN CAST(coalesce(t.total_ns, 0) AS DOUBLE) / sum(t.total_ns) OVER () ELSE 0.0 END AS share_of_total
+FROM (VALUES (1, 'compute'), (2, 'communication'), (3, 'host'), (4, 'stall'), (5, 'other')) AS c(ord, category)
+LEFT JOIN totals t ON t.category = c.category
 ORDER BY c.ord
