@@ -62,28 +62,16 @@ f AS (
     END AS family
   FROM kinds
 ),
-worked AS (
-  SELECT *, flop_proxy(family, shape_signature(shape)) * n AS proxy_work FROM f
-),
--- The example op and dominant shape are picked by window functions, so `f` (and the scan of
--- the ops under it) runs once: DataFusion runs a CTE again for every reference to it.
-counted AS (
-  SELECT *, sum(self_ns) OVER (PARTITION BY family, hlo_op) AS op_self_ns, sum(n) OVER (PARTITION BY family, shape) AS shape_n,
-         sum(self_ns) OVER () AS grand_self_ns
-  FROM worked
-),
-picked AS (
-  SELECT *,
-         first_value(hlo_op) OVER (PARTITION BY family ORDER BY op_self_ns DESC, hlo_op) AS example_op,
-         first_value(shape) OVER (PARTITION BY family ORDER BY shape IS NULL, shape_n DESC, shape) AS dominant_shape
-  FROM counted
+families AS (
+  SELECT family, sum(n) AS count, sum(dur_ns) AS total_ns, sum(self_ns) AS self_ns,
+         top_value(hlo_op, self_ns) AS example_op, top_value(shape, n) AS dominant_shape, count(DISTINCT hlo_op) AS distinct_ops,
+         sum(flop_proxy(family, shape_signature(shape)) * n) AS flop_proxy_total
+  FROM f GROUP BY family
 )
-SELECT family, sum(n) AS count, sum(dur_ns) AS total_ns, sum(self_ns) AS self_ns,
-       CASE WHEN min(grand_self_ns) > 0 THEN CAST(sum(self_ns) AS DOUBLE) / min(grand_self_ns) ELSE 0.0 END AS share_of_total,
-       CAST(sum(dur_ns) AS DOUBLE) / sum(n) AS avg_ns, CAST(sum(self_ns) AS DOUBLE) / sum(n) AS avg_self_ns,
-       min(example_op) AS example_op, min(dominant_shape) AS dominant_shape, count(DISTINCT hlo_op) AS distinct_ops,
-       sum(proxy_work) AS flop_proxy_total
-FROM picked
-GROUP BY family
+SELECT family, count, total_ns, self_ns,
+       CASE WHEN sum(self_ns) OVER () > 0 THEN CAST(self_ns AS DOUBLE) / sum(self_ns) OVER () ELSE 0.0 END AS share_of_total,
+       CAST(total_ns AS DOUBLE) / count AS avg_ns, CAST(self_ns AS DOUBLE) / count AS avg_self_ns,
+       example_op, dominant_shape, distinct_ops, flop_proxy_total
+FROM families
 ORDER BY self_ns DESC, family
 LIMIT {{top_k}}
