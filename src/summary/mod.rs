@@ -130,15 +130,14 @@ impl<'a> Analyst<'a> {
         }
     }
 
-    /// Rows of one SQL statement: its plan if one was made ahead (keyed by the SQL itself,
+    /// Batches of one SQL statement: its plan if one was made ahead (keyed by the SQL itself,
     /// see [`statements`]), else the statement planned now.
-    pub async fn sql_rows(&self, sql: &str) -> Result<Vec<Row>, QueryError> {
+    pub async fn sql_batches(&self, sql: &str) -> Result<Vec<datafusion::arrow::record_batch::RecordBatch>, QueryError> {
         let planned = self.planned.lock().expect("planned queries").remove(sql);
-        let batches = match planned {
-            Some(p) => p.execute().await?,
-            None => self.engine.sql(sql).await?,
-        };
-        Ok(crate::render::rows(&batches))
+        match planned {
+            Some(p) => p.execute().await,
+            None => self.engine.sql(sql).await,
+        }
     }
 
     pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
@@ -198,7 +197,7 @@ pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<Statement> {
             let named = crate::engine::queries::find(query)?;
             Some(Statement { key: key(query, &bound), sql: named.bind(&bound).ok()?, rows_only_from: named.rows_only_from() })
         })
-        .chain(run_statements(run_id).into_iter().map(|sql| Statement { key: sql.clone(), sql, rows_only_from: None }))
+        .chain(std::iter::once(run_statement(run_id)).map(|sql| Statement { key: sql.clone(), sql, rows_only_from: None }))
         .collect()
 }
 
@@ -267,12 +266,12 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
     let breakdown_query = breakdown_query(opts);
     a.prefetch(&summary_queries(opts));
 
-    let [run_sql, warnings_sql, kinds_sql] = run_statements(run_id);
-    let run = a.sql_rows(&run_sql).await?.into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;
+    let run_batches = a.sql_batches(&run_statement(run_id)).await?;
+    let run = crate::render::rows(&run_batches).into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;
     let overview = a.rows("trace_overview", &[]).await?.into_iter().next().unwrap_or_default();
     let source_format = if run.get("source_format").and_then(Value::as_str) == Some("xplane") { "xplane_pb" } else { "perfetto_trace_json" };
-    let mut all_warnings = texts(a.sql_rows(&warnings_sql).await?);
-    let device_kinds = texts(a.sql_rows(&kinds_sql).await?);
+    let mut all_warnings = list_texts(&run_batches, "quality_warnings");
+    let device_kinds = list_texts(&run_batches, "device_kinds");
     let truncated = run.get("suspected_truncation").and_then(Value::as_bool).unwrap_or(false);
 
     // Steps.
@@ -511,20 +510,24 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// The statements over `runs` a summary reads: the run's row, then its quality warnings and
-/// its device kinds (one `v` per row).
-fn run_statements(run_id: &str) -> [String; 3] {
-    let run = run_id.replace('\'', "''");
-    [
-        format!("SELECT * FROM runs WHERE run_id = '{run}'"),
-        format!("SELECT unnest(quality_warnings) AS v FROM runs WHERE run_id = '{run}'"),
-        format!("SELECT unnest(device_kinds) AS v FROM runs WHERE run_id = '{run}'"),
-    ]
+/// The statement over `runs` a summary reads: the run's row.
+fn run_statement(run_id: &str) -> String {
+    format!("SELECT * FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"))
 }
 
-/// The `v` texts of rows.
-fn texts(rows: Vec<Row>) -> Vec<String> {
-    rows.iter().filter_map(|r| r.get("v").and_then(Value::as_str).map(str::to_string)).collect()
+/// The texts of list column `column` in the first row of `batches` (the run's warnings or
+/// device kinds), in order; none where the row or column is missing.
+fn list_texts(batches: &[datafusion::arrow::record_batch::RecordBatch], column: &str) -> Vec<String> {
+    use datafusion::arrow::array::{Array, ListArray, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field};
+    let text_list = DataType::List(std::sync::Arc::new(Field::new_list_field(DataType::Utf8, true)));
+    let first = batches.iter().find(|b| b.num_rows() > 0);
+    let lists = first.and_then(|b| b.column_by_name(column)).and_then(|c| datafusion::arrow::compute::cast(c, &text_list).ok());
+    let Some(list) = lists.as_ref().and_then(|c| c.as_any().downcast_ref::<ListArray>()).filter(|l| l.is_valid(0)) else {
+        return Vec::new();
+    };
+    let texts = list.value(0);
+    texts.as_any().downcast_ref::<StringArray>().map(|t| t.iter().flatten().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// Inclusive time of the root (first `=>` component) of a hierarchical region path, the
