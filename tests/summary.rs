@@ -598,7 +598,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     for s in summary::statements(&opts, "input") {
         planned.insert(s.key, engine.plan(&s.sql).await.unwrap());
     }
-    assert_eq!(planned.len(), 21);
+    assert_eq!(planned.len(), 19);
     slots.fill(&[(&tables, "input")]).unwrap();
     let prepared = profq::engine::ahead::Prepared { planned, without_rows: Default::default() };
     let ahead = summary::summarize_planned(&engine, "input", &path, &opts, prepared).await.unwrap();
