@@ -147,7 +147,7 @@ impl Engine {
     /// queries may be planned before then, and executed after.
     pub fn pending(spread: Spread) -> (Engine, TableSlots) {
         let partitions = spread.partitions();
-        let ctx = super::in_memory_session(spread);
+        let ctx = super::in_memory_session(spread, super::Rows::Later);
         let mut slots = Vec::new();
         for t in schema::TABLES {
             let slot = Slot::default();
