@@ -148,8 +148,9 @@ struct LineJob<'a> {
 const EVENTS_PER_MARK: usize = 1024;
 
 impl LineJob<'_> {
-    /// Where in `bytes` the field of event `k` starts (`k` a multiple of [`EVENTS_PER_MARK`]),
-    /// or the end of the line for `k == events`.
+    /// Where in `bytes` the field of the marked event at or before event `k` starts (event
+    /// `k` itself for a multiple of [`EVENTS_PER_MARK`]), or the end of the line for
+    /// `k == events`.
     fn mark(&self, k: usize) -> usize {
         if k == self.events.count {
             self.bytes.len()
@@ -161,7 +162,7 @@ impl LineJob<'_> {
     /// The line's fields from event `k` on: read from the mark at or before it, the events
     /// between passed over.
     fn fields_from(&self, k: usize) -> Result<Fields<'_>> {
-        let first = self.mark(if k == self.events.count { k } else { k - k % EVENTS_PER_MARK });
+        let first = self.mark(k);
         let mut fields = Fields::with_base(&self.bytes[first..], self.base + first);
         if k < self.events.count {
             for _ in 0..k % EVENTS_PER_MARK {
@@ -548,12 +549,7 @@ pub fn decode_group<E>(
         capture.window = Some(TimeWindow { last: k == last });
         // The window's bytes of each line are read: their pages go.
         for (j, job) in jobs.iter().enumerate() {
-            let end = ranges[j].end;
-            let upto = job.mark(if end == job.events.count { end } else { end - end % EVENTS_PER_MARK });
-            if upto > released[j] {
-                read(&job.bytes[released[j]..upto]);
-                released[j] = upto;
-            }
+            release_read(job.bytes, &mut released[j], job.mark(ranges[j].end), true, read);
         }
         on_part(capture)?;
     }

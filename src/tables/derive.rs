@@ -575,6 +575,17 @@ pub struct EventTotal {
     pub last_end_ns: i64,
 }
 
+impl EventTotal {
+    /// Folds `other`'s events into these (the same key).
+    fn add(&mut self, other: &EventTotal) {
+        self.count += other.count;
+        self.dur_ns = self.dur_ns.saturating_add(other.dur_ns);
+        self.self_ns = self.self_ns.saturating_add(other.self_ns);
+        self.first_start_ns = self.first_start_ns.min(other.first_start_ns);
+        self.last_end_ns = self.last_end_ns.max(other.last_end_ns);
+    }
+}
+
 /// A distinct op of a device summed over its executions (a row of `op_totals`).
 #[derive(Clone, Debug)]
 pub struct OpTotal {
@@ -614,6 +625,15 @@ pub struct GapTotal {
     pub count: i64,
     pub gap_ns: i64,
     pub max_gap_ns: i64,
+}
+
+impl GapTotal {
+    /// Folds `other`'s gaps into these (the marker and payload stay).
+    fn add(&mut self, other: &GapTotal) {
+        self.count += other.count;
+        self.gap_ns = self.gap_ns.saturating_add(other.gap_ns);
+        self.max_gap_ns = self.max_gap_ns.max(other.max_gap_ns);
+    }
 }
 
 /// Tables derived from one part of a run: the part's ops and what refers to them.
@@ -762,14 +782,7 @@ impl WindowTotals {
                 std::collections::btree_map::Entry::Vacant(v) => {
                     v.insert(t);
                 }
-                std::collections::btree_map::Entry::Occupied(mut o) => {
-                    let sum = o.get_mut();
-                    sum.count += t.count;
-                    sum.dur_ns = sum.dur_ns.saturating_add(t.dur_ns);
-                    sum.self_ns = sum.self_ns.saturating_add(t.self_ns);
-                    sum.first_start_ns = sum.first_start_ns.min(t.first_start_ns);
-                    sum.last_end_ns = sum.last_end_ns.max(t.last_end_ns);
-                }
+                std::collections::btree_map::Entry::Occupied(mut o) => o.get_mut().add(&t),
             }
         }
         let op = |k: usize| op_at(ops, carried, k);
@@ -786,11 +799,7 @@ impl WindowTotals {
             let (marker, payload) = (carried_op(op(t.marker), strings), carried_op(op(t.payload), strings));
             let (m, p) = (&marker.0, &payload.0);
             let key = (m.host, m.device, m.line, m.hlo_op, p.hlo_op, p.tf_op, payload.1.clone());
-            fold_row(&mut self.gap_index, &mut self.gaps, key, (t, marker, payload), |(sum, ..), (t, ..)| {
-                sum.count += t.count;
-                sum.gap_ns = sum.gap_ns.saturating_add(t.gap_ns);
-                sum.max_gap_ns = sum.max_gap_ns.max(t.max_gap_ns);
-            });
+            fold_row(&mut self.gap_index, &mut self.gaps, key, (t, marker, payload), |(sum, ..), (t, ..)| sum.add(&t));
         }
     }
 
@@ -1469,11 +1478,7 @@ fn gap_totals<'a>(gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<GapTotal> {
         gaps,
         key,
         |k| GapTotal { marker: gaps[k].marker, payload: gaps[k].payload, count: 0, gap_ns: 0, max_gap_ns: i64::MIN },
-        |t, gap| {
-            t.count += 1;
-            t.gap_ns = t.gap_ns.saturating_add(gap.gap_ns);
-            t.max_gap_ns = t.max_gap_ns.max(gap.gap_ns);
-        },
+        |t, gap| t.add(&GapTotal { marker: gap.marker, payload: gap.payload, count: 1, gap_ns: gap.gap_ns, max_gap_ns: gap.gap_ns }),
     )
 }
 
