@@ -24,6 +24,34 @@ pub struct HloModuleProto {
     pub computations: Vec<HloComputationProto>,
     #[prost(int64, tag = "5")]
     pub id: i64,
+    #[prost(message, optional, tag = "17")]
+    pub stack_frame_index: Option<StackFrameIndexProto>,
+}
+
+/// The module's call stacks, shared by its instructions (`OpMetadata.stack_frame_id`); every
+/// id is 1-based, 0 meaning none. Current JAX writes source locations only here.
+#[derive(Clone, PartialEq, Message)]
+pub struct StackFrameIndexProto {
+    #[prost(string, repeated, tag = "1")]
+    pub file_names: Vec<String>,
+    #[prost(message, repeated, tag = "3")]
+    pub file_locations: Vec<FileLocation>,
+    #[prost(message, repeated, tag = "4")]
+    pub stack_frames: Vec<StackFrame>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct FileLocation {
+    #[prost(int32, tag = "1")]
+    pub file_name_id: i32,
+    #[prost(int32, tag = "3")]
+    pub line: i32,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct StackFrame {
+    #[prost(int32, tag = "1")]
+    pub file_location_id: i32,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -56,6 +84,8 @@ pub struct OpMetadata {
     pub source_file: String,
     #[prost(int32, tag = "4")]
     pub source_line: i32,
+    #[prost(int32, tag = "15")]
+    pub stack_frame_id: i32,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -133,6 +163,22 @@ pub fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
     elem_bytes.map(|b| (b * elements).ceil())
 }
 
+/// (file, line) of each stack frame's own location, by frame id - 1: the innermost frame of an
+/// op's call stack is where its line of user code is (XProf shows the same frame first).
+fn frame_sources(index: Option<&StackFrameIndexProto>, pool: &mut StringPool) -> Vec<(u32, i32)> {
+    let Some(index) = index else { return Vec::new() };
+    let files: Vec<u32> = index.file_names.iter().map(|f| pool.intern(f)).collect();
+    let location = |id: i32| index.file_locations.get((id as usize).wrapping_sub(1));
+    index
+        .stack_frames
+        .iter()
+        .map(|frame| match location(frame.file_location_id) {
+            Some(loc) => (files.get((loc.file_name_id as usize).wrapping_sub(1)).copied().unwrap_or(crate::model::NO_STR), loc.line),
+            None => (crate::model::NO_STR, 0),
+        })
+        .collect()
+}
+
 /// Decodes one serialized HloProto and adds its instructions to `index` under
 /// `program_id` (when known) and under the module name.
 pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
@@ -147,6 +193,7 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
             programs.push(pid);
         }
     }
+    let frame_sources = frame_sources(module.stack_frame_index.as_ref(), pool);
     let mut shape_text = String::new();
     let mut aliases = Vec::new();
     for comp in &module.computations {
@@ -154,11 +201,16 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
             shape_text.clear();
             let shape_bytes = instr.shape.as_ref().and_then(|s| render_shape(s, &mut shape_text));
             let meta = instr.metadata.as_ref();
+            let (source_file, source_line) = match meta {
+                Some(m) if !m.source_file.is_empty() => (pool.intern(&m.source_file), m.source_line),
+                Some(m) => frame_sources.get((m.stack_frame_id as usize).wrapping_sub(1)).copied().unwrap_or((crate::model::NO_STR, 0)),
+                None => (crate::model::NO_STR, 0),
+            };
             let info = HloInstr {
                 opcode: pool.intern(&instr.opcode),
                 op_name: meta.filter(|m| !m.op_name.is_empty()).map_or(crate::model::NO_STR, |m| pool.intern(&m.op_name)),
-                source_file: meta.filter(|m| !m.source_file.is_empty()).map_or(crate::model::NO_STR, |m| pool.intern(&m.source_file)),
-                source_line: meta.map_or(0, |m| m.source_line),
+                source_file,
+                source_line,
                 shape: if shape_text.is_empty() { crate::model::NO_STR } else { pool.intern(&shape_text) },
                 shape_bytes: shape_bytes.map(|b| b as i64),
             };

@@ -1694,21 +1694,20 @@ fn make_op<'c>(
         (kind.map(Label::of), Label::of(category))
     });
 
-    // Scope path: tf_op (or the `name` stat when tf_op is the generic module), else HLO op_name.
+    // Scope path: the tf_op stat, else the instruction's HLO op_name. The generic `XlaModule:` says
+    // nothing of the scope: the op_name does (as in XProf), else the `name` stat, a scope range that
+    // is often only a prefix of the op_name (`jit(train_step)` for a backward matmul).
     let mut tf_op = chunk.tf_op.get(i);
-    let mut generic_tf_op = false;
-    if let Some(t) = capture.str(tf_op) {
-        if t.trim().trim_end_matches(':') == "XlaModule" {
-            generic_tf_op = true;
-            if let Some(n) = arg(chunk, i, ids.name).and_then(|n| capture.strings.lookup(n)) {
-                tf_op = n;
-                generic_tf_op = false;
-            }
+    let hlo_scope = instr.map_or(NO_STR, |h| h.op_name);
+    if capture.str(tf_op).is_some_and(|t| t.trim().trim_end_matches(':') == "XlaModule") {
+        if hlo_scope != NO_STR {
+            tf_op = hlo_scope;
+        } else if let Some(n) = arg(chunk, i, ids.name).and_then(|n| capture.strings.lookup(n)) {
+            tf_op = n;
         }
     }
-    // The generic `XlaModule:` says nothing of the scope; the instruction's op_name does.
-    if (generic_tf_op && instr.is_some_and(|h| h.op_name != NO_STR)) || capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
-        tf_op = instr.map_or(NO_STR, |h| h.op_name);
+    if capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
+        tf_op = hlo_scope;
     }
     let OpCaches { scope, strings, cpu_device, source: sources, .. } = caches;
     // Without a scope path, a name written as a path (`train_step=>block_0`, `ns::fn`) is one.

@@ -17,7 +17,8 @@ pub fn repo() -> PathBuf {
 pub const JAX_CPU_CAPTURES: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"];
 
 /// The committed JAX NVIDIA-GPU captures (H100, jax 0.11.2) with XProf oracles next to them.
-pub const JAX_GPU_CAPTURES: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "transformer_lm"];
+pub const JAX_GPU_CAPTURES: &[&str] =
+    &["host_bound_gappy", "host_bound_gappy_nocb", "mlp_after", "mlp_before", "mlp_train", "mlp_train_nocb", "transformer_lm", "transformer_lm_nocb"];
 
 /// Every profile of the shared fixtures, as inputs (capture dirs or trace files).
 pub const SHARED_PROFILES: &[&str] = &[
