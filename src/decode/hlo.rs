@@ -236,3 +236,56 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instruction(name: &str, stack_frame_id: i32, source_file: &str) -> HloInstructionProto {
+        let metadata = OpMetadata { op_name: format!("jit(f)/{name}"), source_file: source_file.into(), source_line: 7, stack_frame_id, ..Default::default() };
+        HloInstructionProto { name: name.into(), opcode: "add".into(), shape: None, metadata: Some(metadata) }
+    }
+
+    /// Source comes from `source_file`, else from the innermost frame of the op's call stack; ids
+    /// are 1-based and one that points nowhere (0, negative, past the end) gives no source.
+    #[test]
+    fn source_is_the_innermost_stack_frame_unless_metadata_names_a_file() {
+        let frames = StackFrameIndexProto {
+            file_names: vec!["train.py".into(), "model.py".into()],
+            file_locations: vec![
+                FileLocation { file_name_id: 1, line: 12 },
+                FileLocation { file_name_id: 2, line: 50 },
+                FileLocation { file_name_id: 9, line: 3 },
+            ],
+            stack_frames: vec![StackFrame { file_location_id: 1 }, StackFrame { file_location_id: 2 }, StackFrame { file_location_id: 3 }],
+        };
+        let instructions = vec![
+            instruction("in_model", 2, ""),
+            instruction("in_train", 1, ""),
+            instruction("named_file", 2, "legacy.py"),
+            instruction("no_frame", 0, ""),
+            instruction("negative_frame", -4, ""),
+            instruction("past_the_end", 4, ""),
+            instruction("unknown_file", 3, ""),
+        ];
+        let module = HloModuleProto {
+            name: "jit_f".into(),
+            computations: vec![HloComputationProto { name: "main".into(), instructions }],
+            stack_frame_index: Some(frames),
+            ..Default::default()
+        };
+        let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
+        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
+        index_hlo_proto(&bytes, Some(5), &mut pool, &mut index).unwrap();
+        let source = |name: &str| {
+            let instr = index.find(5, crate::model::NO_STR, pool.lookup(name).unwrap()).unwrap();
+            (pool.get(instr.source_file).map(str::to_string), instr.source_line)
+        };
+        assert_eq!(source("in_model"), (Some("model.py".into()), 50));
+        assert_eq!(source("in_train"), (Some("train.py".into()), 12));
+        assert_eq!(source("named_file"), (Some("legacy.py".into()), 7));
+        for name in ["no_frame", "negative_frame", "past_the_end", "unknown_file"] {
+            assert_eq!(source(name).0, None, "{name}");
+        }
+    }
+}
