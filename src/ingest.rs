@@ -326,8 +326,9 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         ingested_at_ns: now_ns(),
     };
     let (events, ops) = (sink.events, sink.ops);
-    let deriver = std::mem::take(&mut sink.deriver);
-    let written = tables::run_tables(&loaded.capture, deriver.finish(), &info).map_err(|e| format!("building tables: {e}")).and_then(|mut run| {
+    let derived = std::mem::take(&mut sink.deriver).finish();
+    let warnings: Vec<String> = loaded.capture.meta.quality_warnings.iter().chain(&derived.warnings).cloned().collect();
+    let written = tables::run_tables(&loaded.capture, derived, &info).map_err(|e| format!("building tables: {e}")).and_then(|mut run| {
         let steps = run.rows("steps");
         let staged = sink.staged()?;
         for table in tables::schema::TABLES {
@@ -391,5 +392,5 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         return Err(IngestError::Store(e));
     }
     progress("");
-    Ok(Outcome::Ingested { run_id, events, ops, steps, warnings: loaded.capture.meta.quality_warnings.clone() })
+    Ok(Outcome::Ingested { run_id, events, ops, steps, warnings })
 }

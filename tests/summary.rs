@@ -7,14 +7,6 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 
-fn summarize(input: &Path, extra: &[&str]) -> Value {
-    let mut args = vec!["summarize", input.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let o = profq(&args);
-    assert!(o.status.success(), "summarize {}: {}", input.display(), stderr(&o));
-    serde_json::from_str(&stdout(&o)).unwrap()
-}
-
 fn query(input: &Path, question: &str) -> Value {
     let o = profq(&["query", question, input.to_str().unwrap()]);
     serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{question}: {e}: {}{}", stdout(&o), stderr(&o)))

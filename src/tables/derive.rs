@@ -688,6 +688,8 @@ pub struct RunDerived {
     /// `run_id` arg values and source hints (`source`, `source_file`, `file_name` args) by count.
     pub launch_ids: Vec<(String, usize)>,
     pub source_hints: Vec<(String, usize)>,
+    /// What the derivation noticed that makes the run's numbers less complete.
+    pub warnings: Vec<String>,
 }
 
 /// Derives a run's tables part by part, so that a capture too large for memory is decoded,
@@ -710,6 +712,10 @@ pub struct Deriver {
     span: Option<(i64, i64)>,
     launch_ids: FxHashMap<String, usize>,
     source_hints: FxHashMap<String, usize>,
+    /// Kernels run inside a GPU command buffer that name no HLO instruction: (count, ns), and
+    /// the ns of every op.
+    unplaced_kernels: (usize, i64),
+    op_ns: i64,
     /// What a group of planes streamed in time windows carries from one window to the next.
     windows: WindowCarry,
 }
@@ -1033,6 +1039,7 @@ impl Deriver {
                 let op_totals = op_totals(&ops);
                 self.fold_step_activity(&ops, first_new_device_step, capture.window);
                 self.fold_regions(&ops, &strings);
+                self.note_unplaced_kernels(capture, &ops);
                 (collectives, op_totals)
             },
         );
@@ -1212,6 +1219,24 @@ impl Deriver {
         }
     }
 
+    /// Counts the part's kernels that ran inside a GPU command buffer (CUDA graph) and match no
+    /// HLO instruction: library kernels (cuBLAS, cuDNN) carry only the buffer as `hlo_op`, so
+    /// their opcode, scope path and pass are unknown.
+    fn note_unplaced_kernels(&mut self, capture: &Capture, ops: &[Op]) {
+        let mut buffered: FxHashMap<u32, bool> = FxHashMap::default();
+        for op in ops {
+            self.op_ns += op.dur_ns;
+            if op.opcode != NO_STR {
+                continue;
+            }
+            let hlo_op = capture.chunks[op.chunk as usize].hlo_op.get(op.index as usize);
+            if *buffered.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
+                self.unplaced_kernels.0 += 1;
+                self.unplaced_kernels.1 += op.dur_ns;
+            }
+        }
+    }
+
     /// Counts the part's `run_id` and source-file arg values.
     fn note_provenance(&mut self, capture: &Capture) {
         let [run_id, sources @ ..] = PROVENANCE_ARG_KEYS.map(|k| capture.strings.lookup(k).unwrap_or(NO_STR));
@@ -1270,7 +1295,24 @@ impl Deriver {
             v.truncate(20);
             v
         };
-        RunDerived { steps, regions, num_devices: self.devices.len(), span: self.span, launch_ids: top(self.launch_ids), source_hints: top(self.source_hints) }
+        let mut warnings = Vec::new();
+        if let (kernels @ 1.., ns) = self.unplaced_kernels {
+            warnings.push(format!(
+                "{kernels} GPU kernels ({:.1}% of op time) ran inside CUDA graphs (XLA command buffers) and name no HLO \
+                 instruction (library kernels: cuBLAS, cuDNN, ...): their opcode, scope path and pass are unknown. \
+                 Capture with XLA_FLAGS=--xla_gpu_enable_command_buffer= to attribute every kernel to its op.",
+                100.0 * ns as f64 / self.op_ns.max(1) as f64
+            ));
+        }
+        RunDerived {
+            steps,
+            regions,
+            num_devices: self.devices.len(),
+            span: self.span,
+            launch_ids: top(self.launch_ids),
+            source_hints: top(self.source_hints),
+            warnings,
+        }
     }
 }
 

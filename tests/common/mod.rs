@@ -17,8 +17,18 @@ pub fn repo() -> PathBuf {
 pub const JAX_CPU_CAPTURES: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"];
 
 /// The committed JAX NVIDIA-GPU captures (H100, jax 0.11.2) with XProf oracles next to them.
-pub const JAX_GPU_CAPTURES: &[&str] =
-    &["host_bound_gappy", "host_bound_gappy_nocb", "mlp_after", "mlp_before", "mlp_train", "mlp_train_nocb", "transformer_lm", "transformer_lm_nocb"];
+pub const JAX_GPU_CAPTURES: &[&str] = &[
+    "host_bound_gappy",
+    "host_bound_gappy_nocb",
+    "mlp_after",
+    "mlp_before",
+    "mlp_train",
+    "mlp_train_nocb",
+    "transformer_lm",
+    "transformer_lm_nocb",
+    "transformer_lm_wide",
+    "transformer_lm_wide_nocb",
+];
 
 /// Every profile of the shared fixtures, as inputs (capture dirs or trace files).
 pub const SHARED_PROFILES: &[&str] = &[
@@ -116,6 +126,15 @@ pub fn ingest(store: &Path, input: &Path, run_id: &str) {
 }
 
 /// Runs SQL over a store in-process and returns the rows as JSON objects.
+/// `profq summarize INPUT EXTRA...`: the profile_summary.v1 document.
+pub fn summarize(input: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["summarize", input.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = profq(&args);
+    assert!(o.status.success(), "summarize {}: {}", input.display(), stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
 pub fn sql(store: &Path, query: &str) -> Vec<serde_json::Value> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let batches = rt.block_on(async {
