@@ -5,7 +5,7 @@
 //! collectives are classified, and how steps and overlap are computed.
 
 use crate::model::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A text out of the fixed set ops are labelled with (category, pass, collective kind), held
@@ -1220,13 +1220,16 @@ impl Deriver {
     }
 
     /// Counts the part's kernels that ran inside a GPU command buffer (CUDA graph) and match no
-    /// HLO instruction: library kernels (cuBLAS, cuDNN) carry only the buffer as `hlo_op`, so
-    /// their opcode, scope path and pass are unknown.
+    /// instruction of their program's HLO: library kernels (cuBLAS, cuDNN) carry only the buffer
+    /// as `hlo_op`, so their opcode, scope path and pass are unknown. (Without the program's HLO,
+    /// as in trace JSON, no op has an opcode: nothing particular to command buffers.)
     fn note_unplaced_kernels(&mut self, capture: &Capture, ops: &[Op]) {
+        let programs: FxHashSet<i64> = capture.hlo.modules.values().flatten().copied().collect();
         let mut buffered: FxHashMap<u32, bool> = FxHashMap::default();
         for op in ops {
             self.op_ns += op.dur_ns;
-            if op.opcode != NO_STR {
+            let hlo_known = programs.contains(&op.program_id) || capture.hlo.modules.contains_key(&op.hlo_module);
+            if op.opcode != NO_STR || !hlo_known {
                 continue;
             }
             let hlo_op = capture.chunks[op.chunk as usize].hlo_op.get(op.index as usize);
