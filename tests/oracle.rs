@@ -133,6 +133,9 @@ fn gpu_library_kernels_in_command_buffers_are_reported_unattributed() {
     assert_eq!(summary["trace_overview"]["quality_warnings"], serde_json::json!(warnings));
     assert_eq!(unattributed("transformer_lm_wide_nocb"), (0, Vec::new()));
     assert_eq!(unattributed("transformer_lm").0, 0, "XLA's own fusions resolve by kernel name");
+    // The trace JSON beside the XPlane has no HLO: no op has an opcode there, command buffer or not.
+    let json = xplane_of(&jax_gpu("transformer_lm_wide")).with_file_name("vm.trace.json.gz");
+    assert_eq!(summarize(&json, &[])["trace_overview"]["quality_warnings"], serde_json::json!([]));
 }
 
 /// GPU steps are the host's `train` annotations (the wall time a step takes); XProf's GPU step
