@@ -164,7 +164,7 @@ pub fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
 }
 
 /// (file, line) of each stack frame's own location, by frame id - 1: the innermost frame of an
-/// op's call stack is where its line of user code is (XProf shows the same frame first).
+/// op's call stack is where its line of user code is (the file XProf shows for the op).
 fn frame_sources(index: Option<&StackFrameIndexProto>, pool: &mut StringPool) -> Vec<(u32, i32)> {
     let Some(index) = index else { return Vec::new() };
     let files: Vec<u32> = index.file_names.iter().map(|f| pool.intern(f)).collect();
