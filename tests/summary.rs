@@ -475,6 +475,8 @@ fn every_real_fixture_summarizes() {
     for rel in SHARED_PROFILES {
         inputs.extend(shared(rel));
     }
+    let kineto = repo().join("tests/data/kineto");
+    inputs.extend(["torch_mlp_h100", "torch_tlm_eager_mem", "torch_tlm_cudagraphs"].map(|n| kineto.join(format!("{n}.pt.trace.json.gz"))));
     for input in inputs {
         let s = summarize(&input, &[]);
         assert_eq!(s["schema_version"], "profile_summary.v1", "{}", input.display());

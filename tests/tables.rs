@@ -115,6 +115,31 @@ fn kineto_traces_ingest_with_kernels_on_streams() {
     }
 }
 
+/// A Kineto kernel's scope is where the host launched it (its `correlation` shared with the
+/// launching `cudaLaunchKernel`): the `record_function` scopes around the launch and the
+/// autograd node, then the aten op. A C++ kernel signature (`void at::native::…`) is no path.
+#[test]
+fn kineto_kernels_take_the_scope_they_were_launched_from() {
+    let store = temp_dir("kineto_scopes");
+    ingest(&store, &repo().join("tests/data/kineto/torch_tlm_eager_mem.pt.trace.json.gz"), "k");
+    let scoped = sql(&store, "SELECT count(*) AS n, count(region_path) AS scoped FROM ops");
+    assert_eq!(as_i64(&scoped[0]["n"]), as_i64(&scoped[0]["scoped"]), "every kernel was launched from a scope");
+    let pass_of = |path: &str| {
+        let rows = sql(&store, &format!("SELECT DISTINCT pass FROM regions WHERE path = '{path}'"));
+        rows.iter().map(|r| as_str(&r["pass"]).to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(pass_of("forward/attention"), ["forward"]);
+    assert_eq!(pass_of("forward/mlp/aten::addmm"), ["forward"]);
+    assert_eq!(pass_of("AddmmBackward0/aten::mm"), ["backward"], "kernels the autograd engine launched");
+    assert_eq!(pass_of("optimizer/Optimizer.step#AdamW.step"), ["optimizer"]);
+    let signatures = sql(&store, "SELECT count(*) AS n FROM regions WHERE path LIKE '%void %' OR path LIKE '%<%'");
+    assert_eq!(as_i64(&signatures[0]["n"]), 0);
+    // The forward scopes hold the forward kernels: as many matmuls under forward/mlp as
+    // `aten::addmm` calls launched a kernel there (2 layers x 2 linear layers x 5 steps).
+    let mlp = sql(&store, "SELECT count(*) AS n FROM ops WHERE region_path = 'forward/mlp/aten::addmm'");
+    assert_eq!(as_i64(&mlp[0]["n"]), 20);
+}
+
 #[test]
 fn nccl_kernels_are_collectives() {
     let Some(path) = shared("public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz") else { return };

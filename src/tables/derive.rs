@@ -178,8 +178,9 @@ struct OpCaches<'c> {
     /// HLO instruction: ops repeat a few hundred distinct instructions many times.
     instr: FxHashMap<(i64, u32, [u32; 3]), ResolvedOp<'c>>,
     class: FxHashMap<(u32, u32), (Option<Label>, Label)>,
-    /// (tf_op, event name) → (region path id, pass); the name only matters without a tf_op.
-    scope: FxHashMap<(u32, u32), (u32, Label)>,
+    /// (tf_op, event name, launch scope) → (region path id, pass); the name only matters
+    /// without a tf_op or a launch scope.
+    scope: FxHashMap<(u32, u32, u32), (u32, Label)>,
     cpu_device: FxHashMap<i64, u32>,
     source: FxHashMap<(u32, i32), u32>,
     strings: LocalStrings,
@@ -325,6 +326,11 @@ fn is_plumbing(component: &str) -> bool {
         || ["launch", "execute", "thunk", "runtime"].iter().any(|p| norm.contains(p))
 }
 
+/// A PyTorch autograd node (`AddmmBackward0`, `NativeLayerNormBackward0`): a backward scope.
+fn is_autograd_node(name: &str) -> bool {
+    name.trim_end_matches(|c: char| c.is_ascii_digit()).ends_with("Backward")
+}
+
 /// Unwraps `transpose(jvp(forward))` into ("forward", ["transpose", "jvp"]).
 fn unwrap_transforms(mut comp: &str) -> (&str, Vec<&str>) {
     let mut applied = Vec::new();
@@ -367,7 +373,7 @@ pub fn scope_of(tf_op: &str) -> (Option<String>, &'static str) {
         remat |= lower == "remat" || lower == "checkpoint" || lower.starts_with("rematted_computation");
         optimizer |= lower.contains("optimizer") || ["adam", "adamw", "sgd", "optax", "apply_updates", "opt_update"].contains(&lower.as_str());
         fwd_name |= lower == "forward" || lower == "fwd";
-        bwd_name |= lower == "backward" || lower == "bwd";
+        bwd_name |= lower == "backward" || lower == "bwd" || is_autograd_node(inner);
         if !is_plumbing(inner) && !TRANSFORMS.contains(&inner) {
             names.push(inner);
         }
@@ -981,7 +987,7 @@ impl Deriver {
                 rest = tail;
                 work.push((slots, events));
             }
-            let (module_windows, chunk_base) = (&module_windows, &chunk_base);
+            let (module_windows, chunk_base, launches) = (&module_windows, &chunk_base, &LaunchScopes::of(capture));
             crate::work_queue::map_in_order(work, |(slots, events): (&mut [std::mem::MaybeUninit<Op>], &Vec<(u32, u32)>)| {
                 let mut caches = OpCaches::default();
                 for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
@@ -989,7 +995,7 @@ impl Deriver {
                     let chunk = &capture.chunks[ci];
                     let line = &capture.lines[chunk.line[i] as usize];
                     let plane = &capture.planes[line.plane as usize];
-                    slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows));
+                    slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows, launches));
                 }
                 caches.strings
             })
@@ -1674,6 +1680,89 @@ impl LineRoles {
     }
 }
 
+/// The host scope each GPU kernel of a Kineto (PyTorch) trace was launched from, by correlation
+/// id: the `record_function` scopes (`user_annotation`) around its launch (`cuda_runtime` /
+/// `cuda_driver`) and the autograd node when the autograd engine launched it
+/// (`AddmmBackward0`), outermost first, then the framework op nearest the launch (`aten::addmm`). Kineto
+/// kernels carry no scope path of their own; this is where the time of one is spent in the
+/// program, as the trace's own flow events (`ac2g`) link them.
+#[derive(Default)]
+struct LaunchScopes {
+    /// Correlation id → index of the path in `paths`.
+    by_correlation: FxHashMap<i64, u32>,
+    paths: Vec<String>,
+}
+
+impl LaunchScopes {
+    fn of(capture: &Capture) -> Self {
+        let id = |s: &str| capture.strings.lookup(s).unwrap_or(NO_STR);
+        let (runtime, driver) = (id("cuda_runtime"), id("cuda_driver"));
+        let mut scopes = LaunchScopes::default();
+        if runtime == NO_STR && driver == NO_STR {
+            return scopes;
+        }
+        let (annotation, cpu_op) = (id("user_annotation"), id("cpu_op"));
+        // Where each chunk's events start among the part's events (what `parent` counts in).
+        let starts: Vec<usize> = capture.chunks.iter().scan(0, |n, c| Some(std::mem::replace(n, *n + c.len()))).collect();
+        let locate = |pos: usize| {
+            let ci = starts.partition_point(|&s| s <= pos) - 1;
+            (&capture.chunks[ci], pos - starts[ci])
+        };
+        let mut path_ids: FxHashMap<String, u32> = FxHashMap::default();
+        let mut pieces: Vec<&str> = Vec::new();
+        for chunk in &capture.chunks {
+            for i in 0..chunk.len() {
+                let category = chunk.category.get(i);
+                let correlation = chunk.correlation_id.get(i);
+                if (category != runtime && category != driver) || category == NO_STR || correlation == NULL_I64 {
+                    continue;
+                }
+                // Innermost first, then turned around.
+                pieces.clear();
+                let (mut framework_op, mut in_autograd_node) = (None, false);
+                let mut parent = chunk.parent[i];
+                while parent != NO_PARENT {
+                    let (c, j) = locate(parent as usize);
+                    let name = capture.str(c.name[j]).unwrap_or("");
+                    let category = c.category.get(j);
+                    if category == annotation && !name.starts_with("ProfilerStep#") {
+                        pieces.push(name);
+                    } else if category == cpu_op {
+                        match name.strip_prefix("autograd::engine::evaluate_function: ") {
+                            Some(node) if !in_autograd_node => {
+                                pieces.push(node);
+                                in_autograd_node = true;
+                            }
+                            Some(_) => {}
+                            None => {
+                                framework_op.get_or_insert(name);
+                            }
+                        }
+                    }
+                    parent = c.parent[j];
+                }
+                pieces.reverse();
+                pieces.extend(framework_op);
+                if pieces.is_empty() {
+                    continue;
+                }
+                let path = pieces.join("/");
+                let next = scopes.paths.len() as u32;
+                let k = *path_ids.entry(path).or_insert_with_key(|path| {
+                    scopes.paths.push(path.clone());
+                    next
+                });
+                scopes.by_correlation.insert(correlation, k);
+            }
+        }
+        scopes
+    }
+
+    fn of_kernel(&self, correlation: i64) -> Option<u32> {
+        (correlation != NULL_I64).then(|| self.by_correlation.get(&correlation).copied()).flatten()
+    }
+}
+
 fn is_op_event(capture: &Capture, roles: &LineRoles, chunk: &EventChunk, i: usize) -> bool {
     roles.device_op[chunk.line[i] as usize] && (chunk.category.get(i) == NO_STR || is_device_work_category(capture.str(chunk.category.get(i))))
 }
@@ -1690,6 +1779,7 @@ fn make_op<'c>(
     plane: &Plane,
     line: &Line,
     module_windows: &HashMap<u32, Vec<(i64, i64, u32, i64)>>,
+    launches: &LaunchScopes,
 ) -> Op {
     let start = chunk.start_ns[i];
     let mut hlo_module = chunk.hlo_module.get(i);
@@ -1756,11 +1846,18 @@ fn make_op<'c>(
     }
     let OpCaches { scope, strings, cpu_device, source: sources, .. } = caches;
     // Without a scope path, a name written as a path (`train_step=>block_0`, `ns::fn`) is one.
-    let scope_key = (tf_op, if tf_op == NO_STR { chunk.name[i] } else { NO_STR });
+    // A Kineto kernel's scope is where its launch ran on the host (see `LaunchScopes`).
+    let launch = if tf_op == NO_STR { launches.of_kernel(chunk.correlation_id.get(i)) } else { None };
+    let scope_key = (tf_op, if tf_op == NO_STR && launch.is_none() { chunk.name[i] } else { NO_STR }, launch.unwrap_or(u32::MAX));
     let (region_path, pass) = *scope.entry(scope_key).or_insert_with(|| {
-        let scoped = match capture.str(tf_op) {
-            Some(t) => Some(scope_of(t)),
-            None => capture.str(chunk.name[i]).filter(|n| n.contains("=>") || n.contains("::")).map(|n| scope_of(&n.replace("=>", "/").replace("::", "/"))),
+        let scoped = match (capture.str(tf_op), launch) {
+            (Some(t), _) => Some(scope_of(t)),
+            (None, Some(k)) => Some(scope_of(&launches.paths[k as usize])),
+            // A C++ signature (`void at::native::kernel<float>(...)`) is no path of scopes.
+            (None, None) => capture
+                .str(chunk.name[i])
+                .filter(|n| n.contains("=>") || (n.contains("::") && !n.contains(['(', '<', ' '])))
+                .map(|n| scope_of(&n.replace("=>", "/").replace("::", "/"))),
         };
         match scoped {
             Some((Some(path), pass)) => (strings.intern(path), Label::of(pass)),
