@@ -140,6 +140,33 @@ fn kineto_kernels_take_the_scope_they_were_launched_from() {
     assert_eq!(as_i64(&mlp[0]["n"]), 20);
 }
 
+/// A GPU that runs a step behind its host: each kernel belongs to the step whose host code
+/// launched it (the `ProfilerStep#N` around its `cudaLaunchKernel`, same `correlation`), not to
+/// the step the host has gone on to when the kernel starts.
+#[test]
+fn kineto_kernels_belong_to_the_step_that_launched_them() {
+    let dir = temp_dir("kineto_lag");
+    let path = dir.join("lag.pt.trace.json");
+    let mut events = vec![serde_json::json!({"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}})];
+    for step in 1..=3i64 {
+        let t0 = step * 1000;
+        events
+            .push(serde_json::json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{step}"), "pid": 1, "tid": 1, "ts": t0, "dur": 1000}));
+        events.push(serde_json::json!({"ph": "X", "cat": "user_annotation", "name": "forward", "pid": 1, "tid": 1, "ts": t0 + 100, "dur": 500}));
+        events.push(serde_json::json!({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 200, "dur": 100}));
+        events.push(serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 210, "dur": 20, "args": {"correlation": step}}));
+        // Starts 1.5 steps later, in the next step's host window.
+        events.push(serde_json::json!({"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": t0 + 1500, "dur": 300, "args": {"correlation": step}}));
+    }
+    std::fs::write(&path, serde_json::json!({"traceEvents": events}).to_string()).unwrap();
+    let store = temp_dir("kineto_lag_store");
+    ingest(&store, &path, "lag");
+    let ops = sql(&store, "SELECT start_ns, step, region_path FROM ops ORDER BY start_ns");
+    let steps: Vec<i64> = ops.iter().map(|r| as_i64(&r["step"])).collect();
+    assert_eq!(steps, [1, 2, 3], "{ops:?}");
+    assert!(ops.iter().all(|r| as_str(&r["region_path"]) == "forward/aten::mm"), "{ops:?}");
+}
+
 #[test]
 fn nccl_kernels_are_collectives() {
     let Some(path) = shared("public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz") else { return };

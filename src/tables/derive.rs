@@ -1688,9 +1688,18 @@ impl LineRoles {
 /// program, as the trace's own flow events (`ac2g`) link them.
 #[derive(Default)]
 struct LaunchScopes {
-    /// Correlation id → index of the path in `paths`.
-    by_correlation: FxHashMap<i64, u32>,
+    by_correlation: FxHashMap<i64, Launch>,
     paths: Vec<String>,
+}
+
+/// Where a kernel was launched: its scope (an index into `LaunchScopes::paths`, u32::MAX when
+/// none) and the step the launch ran in (the nearest enclosing event with a step number,
+/// `ProfilerStep#N`; NULL_I64 when none). A kernel belongs to the step that launched it, though
+/// it may run after the host has gone on to the next one.
+#[derive(Clone, Copy)]
+struct Launch {
+    path: u32,
+    step: i64,
 }
 
 impl LaunchScopes {
@@ -1719,12 +1728,15 @@ impl LaunchScopes {
                 }
                 // Innermost first, then turned around.
                 pieces.clear();
-                let (mut framework_op, mut in_autograd_node) = (None, false);
+                let (mut framework_op, mut in_autograd_node, mut step) = (None, false, NULL_I64);
                 let mut parent = chunk.parent[i];
                 while parent != NO_PARENT {
                     let (c, j) = locate(parent as usize);
                     let name = capture.str(c.name[j]).unwrap_or("");
                     let category = c.category.get(j);
+                    if step == NULL_I64 {
+                        step = c.step.get(j);
+                    }
                     if category == annotation && !name.starts_with("ProfilerStep#") {
                         pieces.push(name);
                     } else if category == cpu_op {
@@ -1743,22 +1755,24 @@ impl LaunchScopes {
                 }
                 pieces.reverse();
                 pieces.extend(framework_op);
-                if pieces.is_empty() {
-                    continue;
+                let path = if pieces.is_empty() {
+                    u32::MAX
+                } else {
+                    let next = scopes.paths.len() as u32;
+                    *path_ids.entry(pieces.join("/")).or_insert_with_key(|path| {
+                        scopes.paths.push(path.clone());
+                        next
+                    })
+                };
+                if path != u32::MAX || step != NULL_I64 {
+                    scopes.by_correlation.insert(correlation, Launch { path, step });
                 }
-                let path = pieces.join("/");
-                let next = scopes.paths.len() as u32;
-                let k = *path_ids.entry(path).or_insert_with_key(|path| {
-                    scopes.paths.push(path.clone());
-                    next
-                });
-                scopes.by_correlation.insert(correlation, k);
             }
         }
         scopes
     }
 
-    fn of_kernel(&self, correlation: i64) -> Option<u32> {
+    fn of_kernel(&self, correlation: i64) -> Option<Launch> {
         (correlation != NULL_I64).then(|| self.by_correlation.get(&correlation).copied()).flatten()
     }
 }
@@ -1847,12 +1861,16 @@ fn make_op<'c>(
     let OpCaches { scope, strings, cpu_device, source: sources, .. } = caches;
     // Without a scope path, a name written as a path (`train_step=>block_0`, `ns::fn`) is one.
     // A Kineto kernel's scope is where its launch ran on the host (see `LaunchScopes`).
-    let launch = if tf_op == NO_STR { launches.of_kernel(chunk.correlation_id.get(i)) } else { None };
-    let scope_key = (tf_op, if tf_op == NO_STR && launch.is_none() { chunk.name[i] } else { NO_STR }, launch.unwrap_or(u32::MAX));
+    let launch = launches.of_kernel(chunk.correlation_id.get(i));
+    let launch_path = match launch {
+        Some(l) if tf_op == NO_STR => l.path,
+        _ => u32::MAX,
+    };
+    let scope_key = (tf_op, if tf_op == NO_STR && launch_path == u32::MAX { chunk.name[i] } else { NO_STR }, launch_path);
     let (region_path, pass) = *scope.entry(scope_key).or_insert_with(|| {
-        let scoped = match (capture.str(tf_op), launch) {
+        let scoped = match (capture.str(tf_op), launches.paths.get(launch_path as usize)) {
             (Some(t), _) => Some(scope_of(t)),
-            (None, Some(k)) => Some(scope_of(&launches.paths[k as usize])),
+            (None, Some(path)) => Some(scope_of(path)),
             // A C++ signature (`void at::native::kernel<float>(...)`) is no path of scopes.
             (None, None) => capture
                 .str(chunk.name[i])
@@ -1904,7 +1922,7 @@ fn make_op<'c>(
         tf_op,
         region_path,
         pass,
-        step: NULL_I64,
+        step: launch.map_or(NULL_I64, |l| l.step),
         start_ns: start,
         dur_ns,
         self_ns: (dur_ns - nested_ns).max(0),
@@ -1961,7 +1979,8 @@ fn new_step(host: u32, device: u32, step: i64, name: u32, start_ns: i64, end_ns:
 }
 
 /// Each op gets the step whose window contains its start: its device's `Steps` line first,
-/// else its host's step annotations.
+/// else its host's step annotations. An op that already has one kept it from its launch
+/// ([`Launch`]).
 fn assign_steps(ops: &mut [Op], steps: &[&Step]) {
     // (start, end, step) of a host's or device's steps, by start.
     type Windows = Vec<(i64, i64, i64)>;
@@ -1980,7 +1999,7 @@ fn assign_steps(ops: &mut [Op], steps: &[&Step]) {
     // (the device's own, then its host's).
     type AtHand<'w> = ((u32, u32), Option<&'w Windows>, Option<&'w Windows>);
     let mut last: Option<AtHand> = None;
-    for op in ops.iter_mut() {
+    for op in ops.iter_mut().filter(|op| op.step == NULL_I64) {
         let key = (op.host, op.device);
         let (_, device_windows, host_windows) = match last {
             Some(l) if l.0 == key => l,

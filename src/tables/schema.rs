@@ -154,7 +154,7 @@ pub const TABLES: &[Table] = &[
             c("tf_op", Name, true, "Framework scope path: the `tf_op` stat (when tf_op is the generic `XlaModule`: HLO metadata.op_name, else the `name` stat), else HLO metadata.op_name."),
             c("region_path", Name, true, "Named-scope path of the op: `tf_op` with transforms unwrapped (`jit(train_step)` → `train_step`, `transpose(jvp(forward))` → `forward`) and runtime plumbing (shard_map, pallas_call, ...) dropped; the primitive is the leaf. A Kineto kernel (no tf_op): the `record_function` scopes and autograd node its launch ran in, then the aten op that launched it (`forward/mlp/aten::addmm`, `AddmmBackward0/aten::mm`)."),
             c("pass", Name, false, "`forward`, `backward` (transpose), `remat`, `optimizer` or `other`, from the scope path."),
-            c("step", Int, true, "Step whose window contains the op start (host step annotations or the device's `Steps` line)."),
+            c("step", Int, true, "Step whose window contains the op start (host step annotations or the device's `Steps` line); a Kineto kernel: the step its launch ran in."),
             c("start_ns", Int, false, "Start, ns since the run start."),
             c("dur_ns", Int, false, "Duration in ns: the device-measured `device_duration_ps` when the event has it (TPU, as XProf uses), else the event duration."),
             c("self_ns", Int, false, "Exclusive time on its line (dur_ns minus the time of ops nested in it)."),
