@@ -167,6 +167,23 @@ fn kineto_kernels_belong_to_the_step_that_launched_them() {
     assert!(ops.iter().all(|r| as_str(&r["region_path"]) == "forward/aten::mm"), "{ops:?}");
 }
 
+/// Layers under `jax.checkpoint` inside a `jax.lax.scan` (tests/data/jax_cpu/scan_remat): the
+/// backward of a checkpointed layer runs under its `checkpoint` scope and the recomputed forward
+/// under `rematted_computation`. Only the recomputation is the remat pass.
+#[test]
+fn scanned_remat_layers_separate_recomputation_from_backward() {
+    let store = temp_dir("scan_remat");
+    ingest(&store, &xplane_of(&jax_cpu("scan_remat")), "r");
+    let misplaced = sql(&store, "SELECT count(*) AS n FROM ops WHERE (pass = 'remat') <> (tf_op LIKE '%/rematted_computation/%')");
+    assert_eq!(as_i64(&misplaced[0]["n"]), 0);
+    let passes = sql(&store, "SELECT pass, sum(self_ns) AS ns FROM ops WHERE region_path LIKE '%/layer/mlp/%' GROUP BY pass ORDER BY pass");
+    let by_pass: Vec<(&str, i64)> = passes.iter().map(|r| (as_str(&r["pass"]), as_i64(&r["ns"]))).collect();
+    assert_eq!(by_pass.iter().map(|p| p.0).collect::<Vec<_>>(), ["backward", "forward", "remat"], "{by_pass:?}");
+    // The recomputation repeats the layers' forward: about as long, far shorter than the backward.
+    let ns = |pass: &str| by_pass.iter().find(|p| p.0 == pass).unwrap().1;
+    assert!(ns("remat") < ns("backward"), "{by_pass:?}");
+}
+
 #[test]
 fn nccl_kernels_are_collectives() {
     let Some(path) = shared("public/HolisticTraceAnalysis/nccl_parser_config/nccl_data.json.gz") else { return };

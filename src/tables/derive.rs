@@ -370,7 +370,10 @@ pub fn scope_of(tf_op: &str) -> (Option<String>, &'static str) {
         jvp |= applied.contains(&"jvp");
         remat |= applied.iter().any(|a| *a == "remat" || *a == "checkpoint");
         let lower = inner.to_ascii_lowercase();
-        remat |= lower == "remat" || lower == "checkpoint" || lower.starts_with("rematted_computation");
+        // The recomputed forward is `rematted_computation`; a bare `checkpoint` scope (the
+        // checkpoint primitive) holds the original forward under jvp and the backward under
+        // transpose, so it marks no pass of its own.
+        remat |= lower == "remat" || lower.starts_with("rematted_computation");
         optimizer |= lower.contains("optimizer") || ["adam", "adamw", "sgd", "optax", "apply_updates", "opt_update"].contains(&lower.as_str());
         fwd_name |= lower == "forward" || lower == "fwd";
         bwd_name |= lower == "backward" || lower == "bwd" || is_autograd_node(inner);
@@ -2028,6 +2031,11 @@ mod tests {
         assert_eq!(scope_of("jit(f)/jit(main)/add:"), (Some("f/main/add".into()), "other"));
         assert_eq!(scope_of("shard_map"), (None, "other"));
         assert_eq!(scope_of("jit(f)/remat(block)/mlp/dot_general").1, "remat");
+        // jax.checkpoint inside a scanned layer stack (JAX 0.10): only the recomputation is remat.
+        let scanned = "jit(train_step)/transpose(jvp(forward))/while/body/closed_call/checkpoint";
+        assert_eq!(scope_of(&format!("{scanned}/rematted_computation/layer/mlp/dot_general")).1, "remat");
+        assert_eq!(scope_of(&format!("{scanned}/layer/mlp/dot_general")), (Some("train_step/forward/while/body/layer/mlp/dot_general".into()), "backward"));
+        assert_eq!(scope_of("jit(train_step)/jvp(forward)/while/body/closed_call/checkpoint/layer/mlp/dot_general").1, "forward");
         assert_eq!(scope_of("jit(_train_step)/shard_map/apply_rotary_embedding/pallas_call").0, Some("_train_step/apply_rotary_embedding".into()));
         assert_eq!(scope_of("jit(train_step)/shard_map/halo_exchange/ppermute").0, Some("train_step/halo_exchange/ppermute".into()));
         assert_eq!(scope_of("dynamic_donated[1][0][0].model.params.blocks[0].attn.w_k:").0, Some("model.params.blocks[0].attn.w_k".into()));

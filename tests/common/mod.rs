@@ -14,7 +14,8 @@ pub fn repo() -> PathBuf {
 }
 
 /// The committed JAX CPU captures that have XProf oracles next to them.
-pub const JAX_CPU_CAPTURES: &[&str] = &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "transformer_lm"];
+pub const JAX_CPU_CAPTURES: &[&str] =
+    &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "scan_remat", "transformer_lm"];
 
 /// The committed JAX NVIDIA-GPU captures (H100, jax 0.11.2) with XProf oracles next to them.
 pub const JAX_GPU_CAPTURES: &[&str] = &[
