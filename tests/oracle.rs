@@ -112,27 +112,36 @@ fn gpu_command_buffer_kernels_resolve_to_their_instructions() {
     assert_eq!(passes, ["backward", "forward"]);
 }
 
-/// cuBLAS kernels inside a command buffer carry only the buffer as `hlo_op` and a library name
-/// (`sm90_xmma_gemm_...`): no HLO instruction to attribute them to. profq says so, with their
-/// count and share of op time; the same workload with command buffers off has every kernel
-/// attributed, XProf's hlo_stats agreeing (`jax_gpu_hlo_stats_without_command_buffers_match_xprof`).
+/// Inside a command buffer every kernel carries only the buffer as `hlo_op`. XLA's own kernels
+/// are matched to an instruction by kernel name; cuBLAS kernels (`sm90_xmma_gemm_...`) to none.
+/// profq says how many kernels ran so, matched and not, with their share of op time; the same
+/// workload with command buffers off has every kernel attributed, XProf's hlo_stats agreeing
+/// (`jax_gpu_hlo_stats_without_command_buffers_match_xprof`).
 #[test]
-fn gpu_library_kernels_in_command_buffers_are_reported_unattributed() {
-    let unattributed = |name: &str| {
-        let store = temp_dir("unattributed");
+fn gpu_kernels_in_command_buffers_are_reported() {
+    let buffered = |name: &str| {
+        let store = temp_dir("buffered");
         ingest(&store, &xplane_of(&jax_gpu(name)), "r");
-        let n = sql(&store, "SELECT count(*) AS n FROM ops WHERE opcode IS NULL");
+        let counts = sql(
+            &store,
+            "SELECT count(*) AS kernels, count(*) FILTER (WHERE o.opcode IS NULL) AS unplaced FROM ops o JOIN events e USING (event_id) \
+             WHERE e.hlo_op LIKE 'command_buffer%'",
+        );
         let warnings = sql(&store, "SELECT unnest(quality_warnings) AS w FROM runs");
-        (as_i64(&n[0]["n"]), warnings.iter().map(|r| as_str(&r["w"]).to_string()).collect::<Vec<_>>())
+        ((as_i64(&counts[0]["kernels"]), as_i64(&counts[0]["unplaced"])), warnings.iter().map(|r| as_str(&r["w"]).to_string()).collect::<Vec<_>>())
     };
-    let (n, warnings) = unattributed("transformer_lm_wide");
-    assert!(n > 100, "the wide capture runs its matmuls in cuBLAS inside the command buffer: {n}");
+    let ((kernels, unplaced), warnings) = buffered("transformer_lm_wide");
+    assert!(unplaced > 100, "the wide capture runs its matmuls in cuBLAS inside the command buffer: {unplaced}");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].starts_with(&format!("{n} GPU kernels (")) && warnings[0].contains("--xla_gpu_enable_command_buffer="), "{warnings:?}");
+    let w = &warnings[0];
+    assert!(w.starts_with(&format!("{kernels} GPU kernels (")), "{w}");
+    assert!(w.contains(&format!(": {} were matched", kernels - unplaced)) && w.contains(&format!(" and {unplaced} (")), "{w}");
+    assert!(w.contains("--xla_gpu_enable_command_buffer="), "{w}");
     let summary = summarize(&jax_gpu("transformer_lm_wide"), &[]);
     assert_eq!(summary["trace_overview"]["quality_warnings"], serde_json::json!(warnings));
-    assert_eq!(unattributed("transformer_lm_wide_nocb"), (0, Vec::new()));
-    assert_eq!(unattributed("transformer_lm").0, 0, "XLA's own fusions resolve by kernel name");
+    assert_eq!(buffered("transformer_lm_wide_nocb"), ((0, 0), Vec::new()));
+    let ((kernels, unplaced), warnings) = buffered("transformer_lm");
+    assert!(kernels > 1000 && unplaced == 0 && warnings.len() == 1, "XLA's own fusions match by kernel name: {warnings:?}");
     // The trace JSON beside the XPlane has no HLO: no op has an opcode there, command buffer or not.
     let json = xplane_of(&jax_gpu("transformer_lm_wide")).with_file_name("vm.trace.json.gz");
     assert_eq!(summarize(&json, &[])["trace_overview"]["quality_warnings"], serde_json::json!([]));

@@ -721,8 +721,9 @@ pub struct Deriver {
     span: Option<(i64, i64)>,
     launch_ids: FxHashMap<String, usize>,
     source_hints: FxHashMap<String, usize>,
-    /// Kernels run inside a GPU command buffer that name no HLO instruction: (count, ns), and
-    /// the ns of every op.
+    /// Kernels run inside a GPU command buffer, of programs whose HLO the capture holds: all of
+    /// them and those that match no HLO instruction, as (count, ns); and the ns of every op.
+    buffered_kernels: (usize, i64),
     unplaced_kernels: (usize, i64),
     op_ns: i64,
     /// What a group of planes streamed in time windows carries from one window to the next.
@@ -1048,7 +1049,7 @@ impl Deriver {
                 let op_totals = op_totals(&ops);
                 self.fold_step_activity(&ops, first_new_device_step, capture.window);
                 self.fold_regions(&ops, &strings);
-                self.note_unplaced_kernels(capture, &ops);
+                self.note_buffered_kernels(capture, &ops);
                 (collectives, op_totals)
             },
         );
@@ -1228,21 +1229,25 @@ impl Deriver {
         }
     }
 
-    /// Counts the part's kernels that ran inside a GPU command buffer (CUDA graph) and match no
-    /// instruction of their program's HLO: library kernels (cuBLAS, cuDNN) carry only the buffer
-    /// as `hlo_op`, so their opcode, scope path and pass are unknown. (Without the program's HLO,
-    /// as in trace JSON, no op has an opcode: nothing particular to command buffers.)
-    fn note_unplaced_kernels(&mut self, capture: &Capture, ops: &[Op]) {
+    /// Counts the part's kernels that ran inside a GPU command buffer (CUDA graph), where a
+    /// kernel carries only the buffer as `hlo_op`: XLA's own kernels are matched to an
+    /// instruction by kernel name, library kernels (cuBLAS, cuDNN) to none. (Without the
+    /// program's HLO, as in trace JSON, no op has an opcode: nothing particular to buffers.)
+    fn note_buffered_kernels(&mut self, capture: &Capture, ops: &[Op]) {
         let programs: FxHashSet<i64> = capture.hlo.modules.values().flatten().copied().collect();
         let mut buffered: FxHashMap<u32, bool> = FxHashMap::default();
         for op in ops {
             self.op_ns += op.dur_ns;
-            let hlo_known = programs.contains(&op.program_id) || capture.hlo.modules.contains_key(&op.hlo_module);
-            if op.opcode != NO_STR || !hlo_known {
+            if !programs.contains(&op.program_id) && !capture.hlo.modules.contains_key(&op.hlo_module) {
                 continue;
             }
             let hlo_op = capture.chunks[op.chunk as usize].hlo_op.get(op.index as usize);
-            if *buffered.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
+            if !*buffered.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
+                continue;
+            }
+            self.buffered_kernels.0 += 1;
+            self.buffered_kernels.1 += op.dur_ns;
+            if op.opcode == NO_STR {
                 self.unplaced_kernels.0 += 1;
                 self.unplaced_kernels.1 += op.dur_ns;
             }
@@ -1308,12 +1313,17 @@ impl Deriver {
             v
         };
         let mut warnings = Vec::new();
-        if let (kernels @ 1.., ns) = self.unplaced_kernels {
+        if let (kernels @ 1.., ns) = self.buffered_kernels {
+            let share = |ns: i64| 100.0 * ns as f64 / self.op_ns.max(1) as f64;
+            let (unplaced, unplaced_ns) = self.unplaced_kernels;
             warnings.push(format!(
-                "{kernels} GPU kernels ({:.1}% of op time) ran inside CUDA graphs (XLA command buffers) and name no HLO \
-                 instruction (library kernels: cuBLAS, cuDNN, ...): their opcode, scope path and pass are unknown. \
-                 Capture with XLA_FLAGS=--xla_gpu_enable_command_buffer= to attribute every kernel to its op.",
-                100.0 * ns as f64 / self.op_ns.max(1) as f64
+                "{kernels} GPU kernels ({:.1}% of op time) ran inside CUDA graphs (XLA command buffers), where a kernel names \
+                 no HLO op: {} were matched to an op by kernel name (XLA reuses one kernel for identical fusions, so some \
+                 may carry another op's scope and pass) and {unplaced} ({:.1}% of op time; library kernels: cuBLAS, cuDNN, \
+                 ...) to none. Capture with XLA_FLAGS=--xla_gpu_enable_command_buffer= for exact per-op attribution.",
+                share(ns),
+                kernels - unplaced,
+                share(unplaced_ns)
             ));
         }
         RunDerived {
