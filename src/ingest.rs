@@ -327,7 +327,7 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
     };
     let (events, ops) = (sink.events, sink.ops);
     let derived = std::mem::take(&mut sink.deriver).finish();
-    let warnings: Vec<String> = loaded.capture.meta.quality_warnings.iter().chain(&derived.warnings).cloned().collect();
+    let warnings = derived.quality_warnings(&loaded.capture.meta);
     let written = tables::run_tables(&loaded.capture, derived, &info).map_err(|e| format!("building tables: {e}")).and_then(|mut run| {
         let steps = run.rows("steps");
         let staged = sink.staged()?;

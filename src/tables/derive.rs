@@ -701,6 +701,13 @@ pub struct RunDerived {
     pub warnings: Vec<String>,
 }
 
+impl RunDerived {
+    /// The run's quality warnings: the capture's (decoding), then the derivation's.
+    pub fn quality_warnings(&self, meta: &CaptureMeta) -> Vec<String> {
+        meta.quality_warnings.iter().chain(&self.warnings).cloned().collect()
+    }
+}
+
 /// Derives a run's tables part by part, so that a capture too large for memory is decoded,
 /// derived and written a group of planes at a time. A part holds whole planes; parts come
 /// host planes before device planes, so the host step annotations that device ops are
@@ -991,7 +998,8 @@ impl Deriver {
                 rest = tail;
                 work.push((slots, events));
             }
-            let (module_windows, chunk_base, launches) = (&module_windows, &chunk_base, &LaunchScopes::of(capture));
+            let launches = LaunchScopes::of(capture);
+            let (module_windows, chunk_base, launches) = (&module_windows, &chunk_base, &launches);
             crate::work_queue::map_in_order(work, |(slots, events): (&mut [std::mem::MaybeUninit<Op>], &Vec<(u32, u32)>)| {
                 let mut caches = OpCaches::default();
                 for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
@@ -1725,10 +1733,10 @@ impl LaunchScopes {
         }
         let (annotation, cpu_op) = (id("user_annotation"), id("cpu_op"));
         // Where each chunk's events start among the part's events (what `parent` counts in).
-        let starts: Vec<usize> = capture.chunks.iter().scan(0, |n, c| Some(std::mem::replace(n, *n + c.len()))).collect();
-        let locate = |pos: usize| {
-            let ci = starts.partition_point(|&s| s <= pos) - 1;
-            (&capture.chunks[ci], pos - starts[ci])
+        let starts = chunk_bases(capture, 0);
+        let locate = |pos: u32| {
+            let ci = starts.partition_point(|&s| s <= pos as i64) - 1;
+            (&capture.chunks[ci], pos as usize - starts[ci] as usize)
         };
         let mut path_ids: FxHashMap<String, u32> = FxHashMap::default();
         let mut pieces: Vec<&str> = Vec::new();
@@ -1744,7 +1752,7 @@ impl LaunchScopes {
                 let (mut framework_op, mut in_autograd_node, mut step) = (None, false, NULL_I64);
                 let mut parent = chunk.parent[i];
                 while parent != NO_PARENT {
-                    let (c, j) = locate(parent as usize);
+                    let (c, j) = locate(parent);
                     let name = capture.str(c.name[j]).unwrap_or("");
                     let category = c.category.get(j);
                     if step == NULL_I64 {
@@ -1785,8 +1793,9 @@ impl LaunchScopes {
         scopes
     }
 
+    /// A kernel without a correlation id finds nothing: no launch is kept under NULL_I64.
     fn of_kernel(&self, correlation: i64) -> Option<Launch> {
-        (correlation != NULL_I64).then(|| self.by_correlation.get(&correlation).copied()).flatten()
+        self.by_correlation.get(&correlation).copied()
     }
 }
 

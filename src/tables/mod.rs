@@ -145,7 +145,7 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
             Arc::new(Int64Array::from(vec![m.start_epoch_ns])),
             i64s([duration].into_iter()),
             Arc::new(BooleanArray::from(vec![m.suspected_truncation])),
-            text_list(&[m.quality_warnings.iter().chain(&run.warnings).cloned().collect()]),
+            text_list(&[run.quality_warnings(m)]),
             text_map_rows(&labels),
             Arc::new(StringArray::from(vec![m.jax_version.clone()])),
             Arc::new(StringArray::from(vec![m.jaxlib_version.clone()])),
