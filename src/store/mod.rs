@@ -314,8 +314,9 @@ fn writer_properties(contract: &schema::Table) -> WriterProperties {
                     .set_column_dictionary_enabled(ColumnPath::from(c.name), true)
                     .set_column_statistics_enabled(ColumnPath::from(c.name), EnabledStatistics::None);
             }
-            // Ids and times grow along the rows: delta encoding makes them small before zstd.
-            schema::Col::Int => props = props.set_column_encoding(ColumnPath::from(c.name), parquet::basic::Encoding::DELTA_BINARY_PACKED),
+            // Ids and times grow along the rows, program ids repeat: delta encoding makes
+            // them small before zstd.
+            schema::Col::Int | schema::Col::UInt => props = props.set_column_encoding(ColumnPath::from(c.name), parquet::basic::Encoding::DELTA_BINARY_PACKED),
             _ => {}
         }
     }

@@ -4,18 +4,24 @@
 //! every row's value into its dictionary, even when the column arrives as a dictionary
 //! array whose few distinct values are already known, and it builds a nested column's
 //! levels generically, row by row. The `events` table has eleven name columns and an `args`
-//! map over a million rows, and those were about a third of an ingest's CPU. Here two kinds
-//! of column are encoded directly:
+//! map over a million rows, and those were about a third of an ingest's CPU. Its eleven
+//! 64-bit integer columns went through a generic level builder and a compression context
+//! made anew for every page, and making arrow-rs's writers for a row group allocates a
+//! megabyte for every delta-encoded column (~11 % of an ingest's CPU in all). Here three
+//! kinds of column are encoded directly:
 //! - a top-level `Dictionary(Int32, Utf8)` column (every name column of the schema), from
 //!   each batch's own dictionary: a distinct value is looked up once per batch, a row costs
 //!   one table lookup;
 //! - a non-null `Map<Utf8, Utf8>` (`args`): keys dictionary-encoded, values PLAIN, levels
-//!   written straight from the map's offsets.
+//!   written straight from the map's offsets;
+//! - a top-level `Int64` or `UInt64` column: DELTA_BINARY_PACKED (or PLAIN) values with the
+//!   chunk's min, max and null count.
 //!
 //! Their pages are what arrow-rs writes for such columns (a PLAIN dictionary page, data
 //! pages v1 of RLE / bit-packed levels and keys, compressed as the table's properties say),
-//! with an offset index and no statistics (the properties ask none of these columns). Every
-//! other column goes through arrow-rs's column writers, and the file carries the Arrow
+//! with an offset index and chunk statistics only for the integers (the properties ask none of
+//! the others). Every other column goes through arrow-rs's column writers, made only for
+//! row groups that have such a column, and the file carries the Arrow
 //! schema as `ArrowWriter` writes it, so readers see the same file either way.
 
 use crate::model::StringPool;
@@ -31,6 +37,7 @@ use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
 use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
+use parquet::file::statistics::Statistics;
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 use std::fs::File;
@@ -62,6 +69,8 @@ enum FieldWriter {
     Names(Box<NameColumn>),
     /// A map of strings to strings, encoded here.
     TextMap(Box<TextMapColumn>),
+    /// A 64-bit integer column, encoded here.
+    Ints(Box<IntColumn>),
 }
 
 impl PartFile {
@@ -102,6 +111,7 @@ impl PartFile {
                     }
                     FieldWriter::Names(names) => names.write(array)?,
                     FieldWriter::TextMap(map) => map.write(array)?,
+                    FieldWriter::Ints(ints) => ints.write(array)?,
                 }
             }
             group.rows += rows;
@@ -120,22 +130,39 @@ impl PartFile {
     }
 
     fn new_group(&self) -> Result<RowGroup> {
-        let mut leaves = self.factory.create_column_writers(self.groups_written)?.into_iter();
         let descriptors = self.file.schema_descr();
-        let mut columns = Vec::with_capacity(self.schema.fields().len());
-        for (field, field_leaves) in self.schema.fields().iter().zip(&self.field_leaves) {
-            let writers: Vec<ArrowColumnWriter> = leaves.by_ref().take(field_leaves.len()).collect();
-            let first_leaf = field_leaves.start;
-            let descr = descriptors.column(first_leaf);
-            let writer = match field_leaves.len() {
-                1 => NameColumn::new(field.data_type(), descr, &self.props).map(|names| FieldWriter::Names(Box::new(names))),
-                2 => {
-                    TextMapColumn::new(field.data_type(), descr, descriptors.column(first_leaf + 1), &self.props).map(|map| FieldWriter::TextMap(Box::new(map)))
+        let encoded_here: Vec<Option<FieldWriter>> = self
+            .schema
+            .fields()
+            .iter()
+            .zip(&self.field_leaves)
+            .map(|(field, leaves)| {
+                let descr = descriptors.column(leaves.start);
+                match leaves.len() {
+                    1 => NameColumn::new(field.data_type(), descr.clone(), &self.props)
+                        .map(|names| FieldWriter::Names(Box::new(names)))
+                        .or_else(|| IntColumn::new(field.data_type(), descr, &self.props).map(|ints| FieldWriter::Ints(Box::new(ints)))),
+                    2 => TextMapColumn::new(field.data_type(), descr, descriptors.column(leaves.start + 1), &self.props)
+                        .map(|map| FieldWriter::TextMap(Box::new(map))),
+                    _ => None,
                 }
-                _ => None,
-            };
-            columns.push(writer.unwrap_or(FieldWriter::Leaves(writers)));
-        }
+            })
+            .collect();
+        // arrow-rs's writers only when some field needs them: making them allocates a buffer
+        // for every leaf of the schema (a megabyte each for delta-encoded integers).
+        let columns = if encoded_here.iter().all(Option::is_some) {
+            encoded_here.into_iter().flatten().collect()
+        } else {
+            let mut leaves = self.factory.create_column_writers(self.groups_written)?.into_iter();
+            encoded_here
+                .into_iter()
+                .zip(&self.field_leaves)
+                .map(|(here, field_leaves)| {
+                    let writers: Vec<ArrowColumnWriter> = leaves.by_ref().take(field_leaves.len()).collect();
+                    here.unwrap_or(FieldWriter::Leaves(writers))
+                })
+                .collect()
+        };
         Ok(RowGroup { columns, rows: 0 })
     }
 
@@ -151,6 +178,10 @@ impl PartFile {
                 }
                 FieldWriter::Names(names) => {
                     let (bytes, close) = names.close()?;
+                    row_group.append_column(&bytes, close)?;
+                }
+                FieldWriter::Ints(ints) => {
+                    let (bytes, close) = ints.close()?;
                     row_group.append_column(&bytes, close)?;
                 }
                 FieldWriter::TextMap(map) => {
@@ -180,10 +211,17 @@ struct ChunkPages {
 
 impl ChunkPages {
     /// Pages for `descr` when the properties ask nothing of it that is not done here: no
-    /// statistics, no bloom filter, zstd or no compression.
-    fn new(descr: ColumnDescPtr, props: &WriterProperties) -> Option<ChunkPages> {
+    /// bloom filter, zstd or no compression, and no statistics, or chunk statistics where
+    /// the column computes them (`chunk_statistics`).
+    fn new(descr: ColumnDescPtr, props: &WriterProperties, chunk_statistics: bool) -> Option<ChunkPages> {
+        use parquet::file::properties::EnabledStatistics;
         let path = descr.path();
-        if props.statistics_enabled(path) != parquet::file::properties::EnabledStatistics::None || props.bloom_filter_properties(path).is_some() {
+        let statistics_done = match props.statistics_enabled(path) {
+            EnabledStatistics::None => true,
+            EnabledStatistics::Chunk => chunk_statistics,
+            EnabledStatistics::Page => false,
+        };
+        if !statistics_done || props.bloom_filter_properties(path).is_some() {
             return None;
         }
         let compression = props.compression(path);
@@ -224,7 +262,12 @@ impl ChunkPages {
 
     /// The chunk's bytes (the dictionary page, if any, first) and what the row group needs
     /// to splice them in, with offsets relative to the bytes' start.
-    fn close(mut self, dictionary: Option<(&StringPool, Encoding)>, data_encoding: Encoding) -> Result<(Bytes, ColumnCloseResult)> {
+    fn close(
+        mut self,
+        dictionary: Option<(&StringPool, Encoding)>,
+        data_encoding: Encoding,
+        statistics: Option<Statistics>,
+    ) -> Result<(Bytes, ColumnCloseResult)> {
         let mut sink = TrackedWrite::new(Vec::new());
         let mut page_writer = SerializedPageWriter::new(&mut sink);
         let (mut compressed, mut uncompressed) = (0i64, 0i64);
@@ -255,7 +298,11 @@ impl ChunkPages {
         }
         page_writer.close()?;
         let bytes = Bytes::from(sink.into_inner()?);
-        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
+        let mut metadata = ColumnChunkMetaData::builder(self.descr.clone());
+        if let Some(statistics) = statistics {
+            metadata = metadata.set_statistics(statistics);
+        }
+        let metadata = metadata
             .set_compression(self.compression)
             .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
             .set_page_encoding_stats(encoding_stats)
@@ -318,7 +365,7 @@ impl NameColumn {
             return None;
         }
         Some(NameColumn {
-            pages: ChunkPages::new(descr, props)?,
+            pages: ChunkPages::new(descr, props, false)?,
             dictionary_encoding: props.dictionary_page_encoding(),
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
@@ -406,7 +453,7 @@ impl NameColumn {
         if self.page_rows > 0 {
             self.finish_page()?;
         }
-        self.pages.close(Some((&self.dictionary, self.dictionary_encoding)), self.data_encoding)
+        self.pages.close(Some((&self.dictionary, self.dictionary_encoding)), self.data_encoding, None)
     }
 }
 
@@ -416,6 +463,217 @@ fn put_keys(keys: &[u32], entries: u32, raw: &mut Vec<u8>) {
     let width = bit_width(entries.saturating_sub(1));
     raw.push(width);
     hybrid_encode(keys, width, raw);
+}
+
+/// A flat `Int64` or `UInt64` column of one row group (ids, times, counts, program ids):
+/// DELTA_BINARY_PACKED or PLAIN as the properties say, with the chunk's min, max and null
+/// count, the statistics the properties ask of these columns. arrow-rs's writer does the
+/// same through a generic level builder and a compression context made anew for every page.
+struct IntColumn {
+    pages: ChunkPages,
+    encoding: Encoding,
+    /// UInt64: values are kept as their bits, and compared unsigned for min and max.
+    unsigned: bool,
+    page_rows_limit: usize,
+    page_values: Vec<i64>,
+    /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
+    page_levels: Vec<u8>,
+    page_rows: usize,
+    /// Scratch for a page's encoded values.
+    encoded: Vec<u8>,
+    min_max: Option<(i64, i64)>,
+    nulls: u64,
+}
+
+impl IntColumn {
+    fn new(data_type: &DataType, descr: ColumnDescPtr, props: &WriterProperties) -> Option<IntColumn> {
+        let unsigned = match data_type {
+            DataType::Int64 => false,
+            DataType::UInt64 => true,
+            _ => return None,
+        };
+        let path = descr.path();
+        let flat = descr.max_rep_level() == 0 && path.parts().len() == 1;
+        let encoding = match props.encoding(path) {
+            Some(Encoding::DELTA_BINARY_PACKED) => Encoding::DELTA_BINARY_PACKED,
+            None | Some(Encoding::PLAIN) => Encoding::PLAIN,
+            Some(_) => return None,
+        };
+        if !flat || props.dictionary_enabled(path) {
+            return None;
+        }
+        Some(IntColumn {
+            pages: ChunkPages::new(descr, props, true)?,
+            encoding,
+            unsigned,
+            page_rows_limit: props.data_page_row_count_limit().max(1),
+            page_values: Vec::new(),
+            page_levels: Vec::new(),
+            page_rows: 0,
+            encoded: Vec::new(),
+            min_max: None,
+            nulls: 0,
+        })
+    }
+
+    fn write(&mut self, array: &ArrayRef) -> Result<()> {
+        let (values, nulls): (&[i64], Option<&arrow::buffer::NullBuffer>) = if self.unsigned {
+            let a = array.as_primitive::<arrow::datatypes::UInt64Type>();
+            (bytemuck_i64(a.values()), a.nulls())
+        } else {
+            let a = array.as_primitive::<arrow::datatypes::Int64Type>();
+            (a.values(), a.nulls())
+        };
+        let nullable = self.pages.descr.max_def_level() > 0;
+        if !nullable && nulls.is_some_and(|n| n.null_count() > 0) {
+            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
+        }
+        let mut row = 0;
+        while row < values.len() {
+            let rows = (self.page_rows_limit - self.page_rows).min(values.len() - row);
+            let first_new = self.page_values.len();
+            match nulls.filter(|n| n.null_count() > 0) {
+                None => {
+                    if nullable {
+                        self.page_levels.resize(self.page_levels.len() + rows, 1);
+                    }
+                    self.page_values.extend_from_slice(&values[row..row + rows]);
+                }
+                Some(n) => {
+                    for (r, &value) in values.iter().enumerate().skip(row).take(rows) {
+                        let present = n.is_valid(r);
+                        self.page_levels.push(present as u8);
+                        if present {
+                            self.page_values.push(value);
+                        } else {
+                            self.nulls += 1;
+                        }
+                    }
+                }
+            }
+            self.note_min_max(first_new);
+            self.page_rows += rows;
+            row += rows;
+            if self.page_rows == self.page_rows_limit {
+                self.finish_page()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Widens the chunk's min and max by the page's values from `first_new` on.
+    fn note_min_max(&mut self, first_new: usize) {
+        let new = &self.page_values[first_new..];
+        let widened = if self.unsigned {
+            let (lo, hi) = new.iter().fold((u64::MAX, u64::MIN), |(lo, hi), &v| (lo.min(v as u64), hi.max(v as u64)));
+            let (a, b) = self.min_max.map_or((lo, hi), |(a, b)| (lo.min(a as u64), hi.max(b as u64)));
+            (a as i64, b as i64)
+        } else {
+            let (lo, hi) = new.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            self.min_max.map_or((lo, hi), |(a, b)| (lo.min(a), hi.max(b)))
+        };
+        if !new.is_empty() {
+            self.min_max = Some(widened);
+        }
+    }
+
+    /// Encodes the filled page: definition levels (nullable columns), then the values.
+    fn finish_page(&mut self) -> Result<()> {
+        let mut raw = Vec::with_capacity(self.page_rows / 8 + self.page_values.len() * 2 + 64);
+        if self.pages.descr.max_def_level() > 0 {
+            put_levels(&self.page_levels, 1, &mut raw);
+            self.page_levels.clear();
+        }
+        match self.encoding {
+            Encoding::DELTA_BINARY_PACKED => {
+                self.encoded.clear();
+                delta_binary_pack(&self.page_values, &mut self.encoded);
+                raw.extend_from_slice(&self.encoded);
+            }
+            _ => raw.extend(self.page_values.iter().flat_map(|v| v.to_le_bytes())),
+        }
+        self.pages.add_data_page(raw, self.page_rows, self.page_rows, self.encoding)?;
+        self.page_values.clear();
+        self.page_rows = 0;
+        Ok(())
+    }
+
+    fn close(mut self) -> Result<(Bytes, ColumnCloseResult)> {
+        if self.page_rows > 0 {
+            self.finish_page()?;
+        }
+        let (min, max) = self.min_max.unzip();
+        let statistics = Statistics::int64(min, max, None, Some(self.nulls), false);
+        self.pages.close(None, self.encoding, Some(statistics))
+    }
+}
+
+/// A UInt64 array's values as the i64 bits Parquet stores.
+fn bytemuck_i64(values: &[u64]) -> &[i64] {
+    // SAFETY: u64 and i64 have the same size and alignment, and every bit pattern is valid.
+    unsafe { std::slice::from_raw_parts(values.as_ptr() as *const i64, values.len()) }
+}
+
+/// Values of a DELTA_BINARY_PACKED block, and of each of its miniblocks (arrow-rs's sizes).
+const DELTA_BLOCK: usize = 128;
+const DELTA_MINIBLOCKS: usize = 4;
+const DELTA_MINIBLOCK: usize = DELTA_BLOCK / DELTA_MINIBLOCKS;
+
+/// Appends `values` in Parquet's DELTA_BINARY_PACKED encoding: a header (block size,
+/// miniblocks per block, value count, first value), then per block of deltas its minimum
+/// and each miniblock's bit width, and the miniblocks' deltas less that minimum, bit-packed.
+/// Unused miniblocks of the last block have width 0 and no bytes; a partly used one is
+/// padded to its full size, as the format says.
+fn delta_binary_pack(values: &[i64], out: &mut Vec<u8>) {
+    put_varint(out, DELTA_BLOCK as u64);
+    put_varint(out, DELTA_MINIBLOCKS as u64);
+    put_varint(out, values.len() as u64);
+    put_varint(out, zigzag(values.first().copied().unwrap_or(0)));
+    let mut deltas = [0i64; DELTA_BLOCK];
+    let mut previous = values.first().copied().unwrap_or(0);
+    for block in values.get(1..).unwrap_or_default().chunks(DELTA_BLOCK) {
+        for (d, &v) in deltas.iter_mut().zip(block) {
+            *d = v.wrapping_sub(previous);
+            previous = v;
+        }
+        let deltas = &mut deltas[..block.len()];
+        let min = deltas.iter().copied().min().unwrap_or(0);
+        put_varint(out, zigzag(min));
+        let mut widths = [0u8; DELTA_MINIBLOCKS];
+        for (width, mini) in widths.iter_mut().zip(deltas.chunks(DELTA_MINIBLOCK)) {
+            let spread = mini.iter().fold(0u64, |acc, &d| acc | d.wrapping_sub(min) as u64);
+            *width = (64 - spread.leading_zeros()) as u8;
+        }
+        out.extend_from_slice(&widths);
+        for (&width, mini) in widths.iter().zip(deltas.chunks(DELTA_MINIBLOCK)) {
+            pack_miniblock(mini, min, width, out);
+        }
+    }
+}
+
+/// Packs a miniblock's deltas less `min` at `width` bits each, least significant bit
+/// first, padded with zeros to the miniblock's full size.
+fn pack_miniblock(deltas: &[i64], min: i64, width: u8, out: &mut Vec<u8>) {
+    if width == 0 {
+        return;
+    }
+    let (mut acc, mut bits) = (0u128, 0u32);
+    for k in 0..DELTA_MINIBLOCK {
+        let v = deltas.get(k).map_or(0, |&d| d.wrapping_sub(min) as u64);
+        acc |= (v as u128) << bits;
+        bits += width as u32;
+        if bits >= 64 {
+            out.extend_from_slice(&(acc as u64).to_le_bytes());
+            acc >>= 64;
+            bits -= 64;
+        }
+    }
+    // 32 values of any width fill whole 32-bit words: at most one is left.
+    out.extend_from_slice(&(acc as u64).to_le_bytes()[..(bits / 8) as usize]);
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
 }
 
 /// A `Map<Utf8, Utf8>` column of one row group (the `args` of events): its key leaf
@@ -453,8 +711,8 @@ impl TextMapColumn {
             return None;
         }
         Some(TextMapColumn {
-            key: ChunkPages::new(key, props)?,
-            value: ChunkPages::new(value, props)?,
+            key: ChunkPages::new(key, props, false)?,
+            value: ChunkPages::new(value, props, false)?,
             dictionary_encoding: props.dictionary_page_encoding(),
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
@@ -531,8 +789,8 @@ impl TextMapColumn {
         if self.page_rows > 0 {
             self.finish_page()?;
         }
-        let key = self.key.close(Some((&self.dictionary, self.dictionary_encoding)), self.data_encoding)?;
-        let value = self.value.close(None, Encoding::PLAIN)?;
+        let key = self.key.close(Some((&self.dictionary, self.dictionary_encoding)), self.data_encoding, None)?;
+        let value = self.value.close(None, Encoding::PLAIN, None)?;
         Ok([key, value])
     }
 }
@@ -705,6 +963,93 @@ mod tests {
                 let (keys, values) = (entries.column(0).as_string::<i32>(), entries.column(1).as_string::<i32>());
                 let row_args = (0..entries.len()).map(|j| (keys.value(j).to_string(), values.is_valid(j).then(|| values.value(j).to_string()))).collect();
                 got.push((ids.value(r), text(1, r).unwrap(), text(2, r), row_args));
+            }
+        }
+        std::fs::remove_file(&path).ok();
+        assert_eq!(got, expected);
+    }
+
+    /// Delta-encoded and PLAIN 64-bit columns (signed with jumps across the whole range,
+    /// unsigned above i64::MAX, nulls, constant runs) over pages of every fill and several
+    /// row groups: arrow-rs reads back what was written, and each chunk's statistics hold
+    /// its min, max and null count.
+    #[test]
+    fn integer_columns_read_back_with_their_statistics() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("time", DataType::Int64, false),
+            Field::new("parent", DataType::Int64, true),
+            Field::new("program", DataType::UInt64, true),
+            Field::new("plain", DataType::Int64, false),
+        ]));
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(Default::default()))
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+            .set_dictionary_enabled(false)
+            .set_column_encoding("time".into(), Encoding::DELTA_BINARY_PACKED)
+            .set_column_encoding("parent".into(), Encoding::DELTA_BINARY_PACKED)
+            .set_column_encoding("program".into(), Encoding::DELTA_BINARY_PACKED)
+            .set_data_page_row_count_limit(1000)
+            .set_max_row_group_row_count(Some(2500))
+            .build();
+        let path = std::env::temp_dir().join(format!("profq-int-columns-test-{}.parquet", std::process::id()));
+        let mut file = PartFile::create(File::create(&path).unwrap(), schema.clone(), props).unwrap();
+        let mut expected: Vec<(i64, Option<i64>, Option<u64>, i64)> = Vec::new();
+        for batch in 0..6usize {
+            let rows = [1, 33, 129, 900, 1500, 2][batch];
+            let at = expected.len();
+            let time: Vec<i64> = (0..rows)
+                .map(|r| match (at + r) % 97 {
+                    0 => i64::MIN,
+                    1 => i64::MAX,
+                    k if k < 40 => 1_000_000 * (at + r) as i64,
+                    k => (k as i64 - 60) * 7919,
+                })
+                .collect();
+            let parent: Vec<Option<i64>> = (0..rows).map(|r| (!(at + r).is_multiple_of(5)).then_some(((at + r) / 3) as i64)).collect();
+            let program: Vec<Option<u64>> = (0..rows).map(|r| ((at + r) % 7 != 3).then_some(u64::MAX - ((at + r) % 11) as u64)).collect();
+            let plain: Vec<i64> = (0..rows).map(|r| -((at + r) as i64)).collect();
+            for r in 0..rows {
+                expected.push((time[r], parent[r], program[r], plain[r]));
+            }
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(time)),
+                Arc::new(Int64Array::from(parent)),
+                Arc::new(arrow::array::UInt64Array::from(program)),
+                Arc::new(Int64Array::from(plain)),
+            ];
+            file.write(&RecordBatch::try_new(schema.clone(), columns).unwrap()).unwrap();
+        }
+        file.finish().unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+        let metadata = reader.metadata().clone();
+        assert!(metadata.num_row_groups() > 1);
+        let mut first_row = 0;
+        for group in metadata.row_groups() {
+            let rows = &expected[first_row..first_row + group.num_rows() as usize];
+            first_row += rows.len();
+            let stats = |c: usize| match group.column(c).statistics() {
+                Some(Statistics::Int64(s)) => (*s.min_opt().unwrap(), *s.max_opt().unwrap(), s.null_count_opt().unwrap()),
+                other => panic!("column {c}: {other:?}"),
+            };
+            assert_eq!(stats(0), (rows.iter().map(|r| r.0).min().unwrap(), rows.iter().map(|r| r.0).max().unwrap(), 0));
+            let parents = rows.iter().filter_map(|r| r.1);
+            assert_eq!(stats(1), (parents.clone().min().unwrap(), parents.max().unwrap(), rows.iter().filter(|r| r.1.is_none()).count() as u64));
+            let programs = rows.iter().filter_map(|r| r.2);
+            let (lo, hi, nulls) = stats(2);
+            assert_eq!(
+                (lo as u64, hi as u64, nulls),
+                (programs.clone().min().unwrap(), programs.max().unwrap(), rows.iter().filter(|r| r.2.is_none()).count() as u64)
+            );
+            assert_eq!(group.column(0).encodings().collect::<Vec<_>>(), vec![Encoding::RLE, Encoding::DELTA_BINARY_PACKED]);
+        }
+        let mut got = Vec::new();
+        for batch in reader.build().unwrap() {
+            let batch = batch.unwrap();
+            let int = |c: usize| batch.column(c).as_primitive::<arrow::datatypes::Int64Type>().clone();
+            let (time, parent, plain) = (int(0), int(1), int(3));
+            let program = batch.column(2).as_primitive::<arrow::datatypes::UInt64Type>();
+            for r in 0..batch.num_rows() {
+                got.push((time.value(r), parent.is_valid(r).then(|| parent.value(r)), program.is_valid(r).then(|| program.value(r)), plain.value(r)));
             }
         }
         std::fs::remove_file(&path).ok();
