@@ -281,6 +281,9 @@ pub fn part_bytes() -> usize {
     std::env::var("PROFQ_PART_BYTES").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(32 << 20)
 }
 
+/// A part with fewer events than this never holds the decoder up (see [`load_parts`]).
+const SMALL_PART_EVENTS: usize = 1 << 16;
+
 /// Receives a run part by part: each call finds one part's events in `capture.chunks`;
 /// strings, planes, lines and HLO accumulate across parts. Parts arrive in order on a
 /// thread of their own, while the next part decodes.
@@ -419,10 +422,12 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
         let hasher = scope.spawn(|| run_digest(files, &maps));
         let identifies_first = sink.identifies_first();
         // Parts go to the sink's thread. When it overlaps the decode, a part is derived there
-        // while the next one decodes; the channel holds no part, so at most two parts'
-        // events are in memory at once. Otherwise the decoder waits for each part's receipt.
+        // while the next one decodes, so at most two large parts' events are in memory at
+        // once; otherwise the decoder waits for each large part's receipt. A small part (the
+        // metadata planes') holds nothing up: the channel keeps it while the sink learns the
+        // digest, and the next part decodes meanwhile.
         let overlap = sink.overlaps_decode();
-        let (parts, received) = std::sync::mpsc::sync_channel::<Capture>(0);
+        let (parts, received) = std::sync::mpsc::sync_channel::<Capture>(1);
         let (receipt, receipts) = std::sync::mpsc::channel::<()>();
         let receiver = scope.spawn(move || -> Result<String, LoadError<S::Error>> {
             let mut hasher = Some(hasher);
@@ -441,13 +446,23 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
                 None => identify(sink),
             }
         });
+        // Parts handed over whose receipt has not come back.
+        let mut in_sink = 0usize;
         let mut hand_over = move |capture: &mut Capture| -> Result<(), Stop> {
             if let Some(prepare) = prepare_part {
                 prepare(capture);
             }
+            let small = capture.num_events() < SMALL_PART_EVENTS;
             parts.send(capture.take_part()).map_err(|_| Stop::SinkStopped)?;
-            if !overlap {
+            in_sink += 1;
+            let may_stay = match (small, overlap) {
+                (true, _) => in_sink,
+                (false, true) => 1,
+                (false, false) => 0,
+            };
+            while in_sink > may_stay {
                 receipts.recv().map_err(|_| Stop::SinkStopped)?;
+                in_sink -= 1;
             }
             Ok(())
         };
