@@ -844,19 +844,22 @@ fn hybrid_encode<T: Copy + PartialEq + Into<u32>>(values: &[T], width: u8, out: 
     }
 }
 
-/// Packs `count` values (zeros past the slice) at `width` bits each, least significant bit
-/// first.
+/// Packs `count` values (zeros past the slice; `count` a multiple of eight) at `width` ≤ 32
+/// bits each, least significant bit first, four bytes at a time.
 fn bit_pack<T: Copy + Into<u32>>(values: &[T], count: usize, width: u8, out: &mut Vec<u8>) {
-    let (mut acc, mut bits) = (0u64, 0u8);
-    for k in 0..count {
-        acc |= (values.get(k).map_or(0, |&v| v.into()) as u64) << bits;
-        bits += width;
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
+    out.reserve(count * width as usize / 8);
+    let (mut acc, mut bits) = (0u64, 0u32);
+    for v in values.iter().map(|&v| v.into()).chain(std::iter::repeat(0)).take(count) {
+        acc |= (v as u64) << bits;
+        bits += width as u32;
+        if bits >= 32 {
+            out.extend_from_slice(&(acc as u32).to_le_bytes());
+            acc >>= 32;
+            bits -= 32;
         }
     }
+    // Eight values fill whole bytes: what is left is whole bytes too.
+    out.extend_from_slice(&acc.to_le_bytes()[..(bits / 8) as usize]);
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -1064,5 +1067,19 @@ mod tests {
         out.clear();
         hybrid_encode(&[1u8, 0, 1], 1, &mut out);
         assert_eq!(out, vec![0b11, 0b101]);
+        // Bit-packing at every width against packing bit by bit.
+        for width in 1..=32u8 {
+            let values: Vec<u32> = (0..21u32).map(|k| k.wrapping_mul(2_654_435_761) & (u32::MAX >> (32 - width))).collect();
+            let mut expected = vec![0u8; 24 * width as usize / 8];
+            for (k, v) in values.iter().enumerate() {
+                for b in 0..width as usize {
+                    let at = k * width as usize + b;
+                    expected[at / 8] |= (((v >> b) & 1) as u8) << (at % 8);
+                }
+            }
+            out.clear();
+            bit_pack(&values, 24, width, &mut out);
+            assert_eq!(out, expected, "width {width}");
+        }
     }
 }
