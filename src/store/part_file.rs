@@ -479,8 +479,6 @@ struct IntColumn {
     /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
     page_levels: Vec<u8>,
     page_rows: usize,
-    /// Scratch for a page's encoded values.
-    encoded: Vec<u8>,
     min_max: Option<(i64, i64)>,
     nulls: u64,
 }
@@ -510,7 +508,6 @@ impl IntColumn {
             page_values: Vec::new(),
             page_levels: Vec::new(),
             page_rows: 0,
-            encoded: Vec::new(),
             min_max: None,
             nulls: 0,
         })
@@ -585,11 +582,7 @@ impl IntColumn {
             self.page_levels.clear();
         }
         match self.encoding {
-            Encoding::DELTA_BINARY_PACKED => {
-                self.encoded.clear();
-                delta_binary_pack(&self.page_values, &mut self.encoded);
-                raw.extend_from_slice(&self.encoded);
-            }
+            Encoding::DELTA_BINARY_PACKED => delta_binary_pack(&self.page_values, &mut raw),
             _ => raw.extend(self.page_values.iter().flat_map(|v| v.to_le_bytes())),
         }
         self.pages.add_data_page(raw, self.page_rows, self.page_rows, self.encoding)?;
