@@ -163,17 +163,22 @@ pub fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
     elem_bytes.map(|b| (b * elements).ceil())
 }
 
+/// The entry of a stack-frame table numbered `id`: those tables number their entries from 1,
+/// and 0 (or an id out of range) names none.
+fn by_one_based_id<T>(entries: &[T], id: i32) -> Option<&T> {
+    entries.get((id as usize).wrapping_sub(1))
+}
+
 /// (file, line) of each stack frame's own location, by frame id - 1: the innermost frame of an
 /// op's call stack is where its line of user code is (the file XProf shows for the op).
 fn frame_sources(index: Option<&StackFrameIndexProto>, pool: &mut StringPool) -> Vec<(u32, i32)> {
     let Some(index) = index else { return Vec::new() };
     let files: Vec<u32> = index.file_names.iter().map(|f| pool.intern(f)).collect();
-    let location = |id: i32| index.file_locations.get((id as usize).wrapping_sub(1));
     index
         .stack_frames
         .iter()
-        .map(|frame| match location(frame.file_location_id) {
-            Some(loc) => (files.get((loc.file_name_id as usize).wrapping_sub(1)).copied().unwrap_or(crate::model::NO_STR), loc.line),
+        .map(|frame| match by_one_based_id(&index.file_locations, frame.file_location_id) {
+            Some(loc) => (by_one_based_id(&files, loc.file_name_id).copied().unwrap_or(crate::model::NO_STR), loc.line),
             None => (crate::model::NO_STR, 0),
         })
         .collect()
@@ -203,7 +208,7 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
             let meta = instr.metadata.as_ref();
             let (source_file, source_line) = match meta {
                 Some(m) if !m.source_file.is_empty() => (pool.intern(&m.source_file), m.source_line),
-                Some(m) => frame_sources.get((m.stack_frame_id as usize).wrapping_sub(1)).copied().unwrap_or((crate::model::NO_STR, 0)),
+                Some(m) => by_one_based_id(&frame_sources, m.stack_frame_id).copied().unwrap_or((crate::model::NO_STR, 0)),
                 None => (crate::model::NO_STR, 0),
             };
             let info = HloInstr {

@@ -515,8 +515,9 @@ impl IntColumn {
 
     fn write(&mut self, array: &ArrayRef) -> Result<()> {
         let (values, nulls): (&[i64], Option<&arrow::buffer::NullBuffer>) = if self.unsigned {
+            // Parquet stores a UInt64 as the i64 of the same bits.
             let a = array.as_primitive::<arrow::datatypes::UInt64Type>();
-            (bytemuck_i64(a.values()), a.nulls())
+            (a.values().inner().typed_data::<i64>(), a.nulls())
         } else {
             let a = array.as_primitive::<arrow::datatypes::Int64Type>();
             (a.values(), a.nulls())
@@ -599,12 +600,6 @@ impl IntColumn {
         let statistics = Statistics::int64(min, max, None, Some(self.nulls), false);
         self.pages.close(None, self.encoding, Some(statistics))
     }
-}
-
-/// A UInt64 array's values as the i64 bits Parquet stores.
-fn bytemuck_i64(values: &[u64]) -> &[i64] {
-    // SAFETY: u64 and i64 have the same size and alignment, and every bit pattern is valid.
-    unsafe { std::slice::from_raw_parts(values.as_ptr() as *const i64, values.len()) }
 }
 
 /// Values of a DELTA_BINARY_PACKED block, and of each of its miniblocks (arrow-rs's sizes).
