@@ -253,7 +253,6 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
         return Ok(0);
     }
     let files = store::part_files(rows, slices.len());
-    let pool = &tables::columns::pool_values(&capture.strings);
     let runs: Vec<_> = slices.chunks(slices.len().div_ceil(files)).collect();
     let writers: Vec<store::PartWriter> = store::PartWriter::next_parts(staged, "events", runs.len())?;
     std::thread::scope(|s| {
@@ -262,8 +261,9 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
             .zip(writers)
             .map(|(run, mut writer)| {
                 s.spawn(move || -> Result<(), String> {
+                    let mut rows = tables::EventRows::default();
                     for slice in run {
-                        writer.write(&tables::events_slice_batch(capture, slice, pool).map_err(|e| format!("building events: {e}"))?)?;
+                        writer.write_rows(slice.rows.len(), &capture.strings, &rows.of(capture, slice))?;
                     }
                     writer.finish()
                 })

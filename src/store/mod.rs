@@ -282,6 +282,11 @@ impl PartWriter {
         self.writer.write(batch).map_err(|e| format!("{}: {e}", self.table))
     }
 
+    /// Writes rows given as the decoder holds them (see [`PartFile::write_rows`]).
+    pub fn write_rows(&mut self, rows: usize, pool: &crate::model::StringPool, columns: &[crate::tables::columns::RowValues<'_>]) -> Result<(), String> {
+        self.writer.write_rows(rows, pool, columns).map_err(|e| format!("{}: {e}", self.table))
+    }
+
     /// Writes `batches` as the whole part file, then finishes it.
     fn write_all(mut self, batches: &[arrow::record_batch::RecordBatch]) -> Result<(), String> {
         for b in batches {

@@ -25,6 +25,7 @@
 //! schema as `ArrowWriter` writes it, so readers see the same file either way.
 
 use crate::model::StringPool;
+use crate::tables::columns::RowValues;
 use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray};
 use arrow::datatypes::{DataType, Int32Type, SchemaRef};
 use arrow::record_batch::RecordBatch;
@@ -93,16 +94,10 @@ impl PartFile {
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        let max_rows = self.props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
-        let mut offset = 0;
-        while offset < batch.num_rows() {
-            if self.group.is_none() {
-                self.group = Some(self.new_group()?);
-            }
-            let group = self.group.as_mut().expect("a row group is open");
-            let rows = (max_rows - group.rows).min(batch.num_rows() - offset);
-            let piece = batch.slice(offset, rows);
-            for ((field, array), writer) in self.schema.fields().iter().zip(piece.columns()).zip(group.columns.iter_mut()) {
+        let schema = self.schema.clone();
+        self.write_groups(batch.num_rows(), |group, rows| {
+            let piece = batch.slice(rows.start, rows.len());
+            for ((field, array), writer) in schema.fields().iter().zip(piece.columns()).zip(group.columns.iter_mut()) {
                 match writer {
                     FieldWriter::Leaves(leaves) => {
                         for (leaf, w) in compute_leaves(field, array)?.iter().zip(leaves.iter_mut()) {
@@ -114,8 +109,59 @@ impl PartFile {
                     FieldWriter::Ints(ints) => ints.write(array)?,
                 }
             }
-            group.rows += rows;
-            offset += rows;
+            Ok(())
+        })
+    }
+
+    /// Writes `rows` rows given as the decoder holds them, one [`RowValues`] per field of the
+    /// schema, in order; each field must be of a kind encoded here (a name, a 64-bit integer,
+    /// a map of strings). Name ids and map keys are ids of `pool`. Every call on one file
+    /// passes the same pool (it may grow between calls: an id keeps its string), since a
+    /// column maps each pool id to its dictionary once per row group.
+    pub fn write_rows(&mut self, rows: usize, pool: &StringPool, columns: &[RowValues<'_>]) -> Result<()> {
+        let schema = self.schema.clone();
+        if columns.len() != schema.fields().len() {
+            return Err(ParquetError::General(format!("{} columns given for a schema of {}", columns.len(), schema.fields().len())));
+        }
+        for (field, values) in schema.fields().iter().zip(columns) {
+            let (given, expected) = match values {
+                RowValues::Names(ids) => (ids.len(), rows),
+                RowValues::Ints { values, .. } => (values.len(), rows),
+                RowValues::TextMap { entries, .. } => (entries.len(), rows + 1),
+            };
+            if given != expected {
+                return Err(ParquetError::General(format!("column {}: {given} values given for {rows} rows", field.name())));
+            }
+        }
+        self.write_groups(rows, |group, rows| {
+            for ((field, values), writer) in schema.fields().iter().zip(columns).zip(group.columns.iter_mut()) {
+                match (values, writer) {
+                    (RowValues::Names(ids), FieldWriter::Names(names)) => names.write_ids(&ids[rows.clone()], pool)?,
+                    (RowValues::Ints { values, null }, FieldWriter::Ints(ints)) => ints.write_values(&values[rows.clone()], *null)?,
+                    (RowValues::TextMap { entries, keys, value_offsets, value_bytes }, FieldWriter::TextMap(map)) => {
+                        map.write_entries(&entries[rows.start..=rows.end], keys, value_offsets, value_bytes, pool)?
+                    }
+                    _ => return Err(ParquetError::General(format!("column {}: rows of another kind than the column's writer", field.name()))),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Hands `write` the open row group and each piece of `0..rows` that fits in it, opening
+    /// and flushing row groups of the properties' row count as they fill.
+    fn write_groups(&mut self, rows: usize, mut write: impl FnMut(&mut RowGroup, std::ops::Range<usize>) -> Result<()>) -> Result<()> {
+        let max_rows = self.props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
+        let mut offset = 0;
+        while offset < rows {
+            if self.group.is_none() {
+                self.group = Some(self.new_group()?);
+            }
+            let group = self.group.as_mut().expect("a row group is open");
+            let piece = (max_rows - group.rows).min(rows - offset);
+            write(group, offset..offset + piece)?;
+            group.rows += piece;
+            offset += piece;
             if group.rows == max_rows {
                 self.flush_group()?;
             }
@@ -343,12 +389,12 @@ struct NameColumn {
     page_rows_limit: usize,
     /// The chunk's dictionary: a value's id is its key.
     dictionary: StringPool,
-    /// The batch's dictionary keys remapped to this column's (u32::MAX: not seen yet).
+    /// The batch's dictionary keys, or pool ids, remapped to this column's (u32::MAX: not
+    /// seen yet).
     remap: Vec<u32>,
-    /// The dictionary values `remap` is for: batches sharing their values array (events
-    /// keyed by pool id) keep one remap across the row group. Held, so that its memory is
-    /// never another array's while compared.
-    remapped_values: Option<ArrayRef>,
+    /// What `remap` is keyed by: batches sharing their values array, and rows keyed by one
+    /// pool, keep one remap across the row group.
+    remapped: RemapSource,
     page_keys: Vec<u32>,
     /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
     page_levels: Vec<u8>,
@@ -371,7 +417,7 @@ impl NameColumn {
             page_rows_limit: props.data_page_row_count_limit().max(1),
             dictionary: StringPool::default(),
             remap: Vec::new(),
-            remapped_values: None,
+            remapped: RemapSource::Nothing,
             page_keys: Vec::new(),
             page_levels: Vec::new(),
             page_rows: 0,
@@ -386,44 +432,64 @@ impl NameColumn {
         if !nullable && dict.logical_null_count() > 0 {
             return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
         }
-        if !self.remapped_values.as_ref().is_some_and(|v| Arc::ptr_eq(v, dict.values())) {
+        if !matches!(&self.remapped, RemapSource::Values(v) if Arc::ptr_eq(v, dict.values())) {
             self.remap.clear();
-            self.remapped_values = Some(dict.values().clone());
+            self.remapped = RemapSource::Values(dict.values().clone());
         }
-        // Only as long as the keys in use need: a shared values array can be a part's whole
-        // string pool, most of which a column never refers to.
+        // Only as long as the keys in use need: a shared values array can be large, and a
+        // column refers to few of its values.
         let needed = keys.values().iter().copied().max().map_or(0, |k| (k.max(0) as usize + 1).min(values.len()));
+        let key_values = keys.values();
+        if keys.null_count() == 0 && values.null_count() == 0 {
+            self.push_rows(dict.len(), needed, |r| Some(key_values[r] as usize), |key| values.value(key))
+        } else {
+            let key_at = |r: usize| Some(key_values[r] as usize).filter(|&key| keys.is_valid(r) && values.is_valid(key));
+            self.push_rows(dict.len(), needed, key_at, |key| values.value(key))
+        }
+    }
+
+    /// Adds rows of pool ids (an id the pool does not hold is null).
+    fn write_ids(&mut self, ids: &[u32], pool: &StringPool) -> Result<()> {
+        let source = RemapSource::Pool(pool as *const StringPool as usize);
+        if !matches!((&self.remapped, &source), (RemapSource::Pool(a), RemapSource::Pool(b)) if a == b) {
+            self.remap.clear();
+            self.remapped = source;
+        }
+        let held = pool.len();
+        let needed = ids.iter().copied().filter(|&id| (id as usize) < held).max().map_or(0, |id| id as usize + 1);
+        self.push_rows(ids.len(), needed, |r| Some(ids[r] as usize).filter(|&id| id < held), |id| pool.get(id as u32).unwrap_or(""))
+    }
+
+    /// Adds `len` rows: row `r` is the value of key `key_at(r)` (`value_of` gives it, the
+    /// first time a key is met in the row group), or null where `key_at` gives none. Keys
+    /// are below `needed`.
+    fn push_rows<'v>(&mut self, len: usize, needed: usize, key_at: impl Fn(usize) -> Option<usize>, value_of: impl Fn(usize) -> &'v str) -> Result<()> {
         if self.remap.len() < needed {
             self.remap.resize(needed, u32::MAX);
         }
-        let all_present = keys.null_count() == 0 && values.null_count() == 0;
+        let nullable = self.pages.descr.max_def_level() > 0;
         let mut row = 0;
-        while row < dict.len() {
-            let rows = (self.page_rows_limit - self.page_rows).min(dict.len() - row);
-            let (remap, dictionary) = (&mut self.remap, &mut self.dictionary);
-            let mut key_of = |key: usize| match remap[key] {
-                u32::MAX => {
-                    let k = dictionary.intern(values.value(key));
-                    remap[key] = k;
-                    k
-                }
-                k => k,
-            };
-            if all_present {
-                if nullable {
-                    self.page_levels.resize(self.page_levels.len() + rows, 1);
-                }
-                self.page_keys.extend(keys.values()[row..row + rows].iter().map(|&key| key_of(key as usize)));
-            } else {
-                for r in row..row + rows {
-                    let key = keys.values()[r] as usize;
-                    let present = keys.is_valid(r) && values.is_valid(key);
-                    if nullable {
-                        self.page_levels.push(present as u8);
+        while row < len {
+            let rows = (self.page_rows_limit - self.page_rows).min(len - row);
+            self.page_keys.reserve(rows);
+            for r in row..row + rows {
+                match key_at(r) {
+                    Some(key) => {
+                        let k = match self.remap[key] {
+                            u32::MAX => {
+                                let k = self.dictionary.intern(value_of(key));
+                                self.remap[key] = k;
+                                k
+                            }
+                            k => k,
+                        };
+                        self.page_keys.push(k);
+                        if nullable {
+                            self.page_levels.push(1);
+                        }
                     }
-                    if present {
-                        self.page_keys.push(key_of(key));
-                    }
+                    None if nullable => self.page_levels.push(0),
+                    None => return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name()))),
                 }
             }
             self.page_rows += rows;
@@ -455,6 +521,16 @@ impl NameColumn {
         }
         self.pages.close(Some((&self.dictionary, self.dictionary_encoding)), self.data_encoding, None)
     }
+}
+
+/// What a name column's key remap is keyed by.
+enum RemapSource {
+    Nothing,
+    /// The keys of batches over this dictionary values array (held, so that its memory is
+    /// never another array's while compared).
+    Values(ArrayRef),
+    /// The ids of the string pool at this address (one pool per file: [`PartFile::write_rows`]).
+    Pool(usize),
 }
 
 /// Appends dictionary keys as a data page holds them: their bit width (for a dictionary of
@@ -522,24 +598,40 @@ impl IntColumn {
             let a = array.as_primitive::<arrow::datatypes::Int64Type>();
             (a.values(), a.nulls())
         };
+        match nulls.filter(|n| n.null_count() > 0) {
+            None => self.push_values(values, None::<fn(usize) -> bool>),
+            Some(n) => self.push_values(values, Some(|r| n.is_valid(r))),
+        }
+    }
+
+    /// Adds values, those equal to `null` (if given) as nulls.
+    fn write_values(&mut self, values: &[i64], null: Option<i64>) -> Result<()> {
+        match null.filter(|null| values.contains(null)) {
+            None => self.push_values(values, None::<fn(usize) -> bool>),
+            Some(null) => self.push_values(values, Some(|r| values[r] != null)),
+        }
+    }
+
+    /// Adds `values`, value `r` a null where `present(r)` is false; all present without one.
+    fn push_values(&mut self, values: &[i64], present: Option<impl Fn(usize) -> bool>) -> Result<()> {
         let nullable = self.pages.descr.max_def_level() > 0;
-        if !nullable && nulls.is_some_and(|n| n.null_count() > 0) {
+        if !nullable && present.is_some() {
             return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
         }
         let mut row = 0;
         while row < values.len() {
             let rows = (self.page_rows_limit - self.page_rows).min(values.len() - row);
             let first_new = self.page_values.len();
-            match nulls.filter(|n| n.null_count() > 0) {
+            match &present {
                 None => {
                     if nullable {
                         self.page_levels.resize(self.page_levels.len() + rows, 1);
                     }
                     self.page_values.extend_from_slice(&values[row..row + rows]);
                 }
-                Some(n) => {
+                Some(present) => {
                     for (r, &value) in values.iter().enumerate().skip(row).take(rows) {
-                        let present = n.is_valid(r);
+                        let present = present(r);
                         self.page_levels.push(present as u8);
                         if present {
                             self.page_values.push(value);
@@ -677,6 +769,10 @@ struct TextMapColumn {
     page_bytes_limit: usize,
     /// The chunk's dictionary: a value's id is its key.
     dictionary: StringPool,
+    /// Pool ids of keys remapped to the dictionary's (u32::MAX: not seen yet), and the
+    /// address of the pool they are ids of (one pool per file: [`PartFile::write_rows`]).
+    key_remap: Vec<u32>,
+    remapped_pool: Option<usize>,
     /// Per level of the page: repetition (1 for an entry after its row's first) and the
     /// value's definition (0 a row without entries, 1 a null value, 2 a value).
     page_repetition: Vec<u8>,
@@ -706,6 +802,8 @@ impl TextMapColumn {
             page_rows_limit: props.data_page_row_count_limit().max(1),
             page_bytes_limit: props.data_page_size_limit().max(1),
             dictionary: StringPool::default(),
+            key_remap: Vec::new(),
+            remapped_pool: None,
             page_repetition: Vec::new(),
             page_definition: Vec::new(),
             page_keys: Vec::new(),
@@ -722,22 +820,74 @@ impl TextMapColumn {
         let keys = map.keys().as_string::<i32>();
         let values = map.values().as_string::<i32>();
         let offsets = map.value_offsets();
-        for row in 0..map.len() {
-            let (first, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-            if first == end {
+        self.push_rows(
+            map.len(),
+            |row| offsets[row] as usize..offsets[row + 1] as usize,
+            |dictionary, _, entry| Ok(dictionary.intern(keys.value(entry))),
+            |entry| Ok(values.is_valid(entry).then(|| values.value(entry).as_bytes())),
+        )
+    }
+
+    /// Adds rows whose entries are given by their pool ids and value bytes (see
+    /// [`RowValues::TextMap`]; `entries` has one more item than there are rows).
+    fn write_entries(&mut self, entries: &[u32], keys: &[u32], value_offsets: &[u32], value_bytes: &[u8], pool: &StringPool) -> Result<()> {
+        let path = self.key.descr.path().clone();
+        let bad = |what: &str| ParquetError::General(format!("column {path}: {what}"));
+        if entries.windows(2).any(|w| w[0] > w[1]) || entries.last().is_some_and(|&end| end as usize > keys.len()) {
+            return Err(bad("map entries out of order or past the keys"));
+        }
+        let source = pool as *const StringPool as usize;
+        if self.remapped_pool != Some(source) {
+            self.key_remap.clear();
+            self.remapped_pool = Some(source);
+        }
+        self.push_rows(
+            entries.len().saturating_sub(1),
+            |row| entries[row] as usize..entries[row + 1] as usize,
+            |dictionary, remap, entry| {
+                let id = keys[entry] as usize;
+                if id >= remap.len() {
+                    let value = pool.get(id as u32).ok_or_else(|| bad("a key the string pool does not hold"))?;
+                    remap.resize(id + 1, u32::MAX);
+                    remap[id] = dictionary.intern(value);
+                } else if remap[id] == u32::MAX {
+                    remap[id] = dictionary.intern(pool.get(id as u32).ok_or_else(|| bad("a key the string pool does not hold"))?);
+                }
+                Ok(remap[id])
+            },
+            |entry| {
+                let range = value_offsets.get(entry..entry + 2).ok_or_else(|| bad("a value past the value offsets"))?;
+                value_bytes.get(range[0] as usize..range[1] as usize).map(Some).ok_or_else(|| bad("a value past the value bytes"))
+            },
+        )
+    }
+
+    /// Adds `rows` rows: row `r`'s entries are `entries(r)`, entry `e` the dictionary key
+    /// `key(dictionary, key_remap, e)` and the value `value(e)` (None: null).
+    fn push_rows<'v>(
+        &mut self,
+        rows: usize,
+        entries: impl Fn(usize) -> std::ops::Range<usize>,
+        mut key: impl FnMut(&mut StringPool, &mut Vec<u32>, usize) -> Result<u32>,
+        value: impl Fn(usize) -> Result<Option<&'v [u8]>>,
+    ) -> Result<()> {
+        for row in 0..rows {
+            let entries = entries(row);
+            let first = entries.start;
+            if entries.is_empty() {
                 self.page_repetition.push(0);
                 self.page_definition.push(0);
             }
-            for entry in first..end {
+            for entry in entries {
                 self.page_repetition.push((entry > first) as u8);
-                self.page_keys.push(self.dictionary.intern(keys.value(entry)));
-                if values.is_valid(entry) {
-                    self.page_definition.push(2);
-                    let value = values.value(entry);
-                    self.page_values.extend_from_slice(&(value.len() as u32).to_le_bytes());
-                    self.page_values.extend_from_slice(value.as_bytes());
-                } else {
-                    self.page_definition.push(1);
+                self.page_keys.push(key(&mut self.dictionary, &mut self.key_remap, entry)?);
+                match value(entry)? {
+                    Some(value) => {
+                        self.page_definition.push(2);
+                        self.page_values.extend_from_slice(&(value.len() as u32).to_le_bytes());
+                        self.page_values.extend_from_slice(value);
+                    }
+                    None => self.page_definition.push(1),
                 }
             }
             self.page_rows += 1;
@@ -958,6 +1108,48 @@ mod tests {
         }
         std::fs::remove_file(&path).ok();
         assert_eq!(got, expected);
+    }
+
+    /// The `events` table written from a real capture's decoded rows, in slices of an odd
+    /// length (so slices start inside events' args) over row groups smaller than the run of
+    /// slices, reads back as the batches built for the in-memory tables.
+    #[test]
+    fn event_rows_read_back_as_the_events_batches() {
+        use crate::tables::{event_slices, events_batches, schema, EventRows};
+        let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jax_cpu/mlp_train");
+        let mut capture = crate::decode::load(&crate::decode::resolve(&input).unwrap()).unwrap().capture;
+        crate::tables::derive::prepare_strings(&mut capture);
+        let contract = schema::table("events").unwrap();
+        let props = super::super::writer_properties(contract).into_builder().set_max_row_group_row_count(Some(1000)).build();
+        let path = std::env::temp_dir().join(format!("profq-event-rows-test-{}.parquet", std::process::id()));
+        let mut file = PartFile::create(File::create(&path).unwrap(), schema::arrow_schema(contract), props).unwrap();
+        let mut rows = EventRows::default();
+        for slice in event_slices(&capture, 0, 777) {
+            file.write_rows(slice.rows.len(), &capture.strings, &rows.of(&capture, &slice)).unwrap();
+        }
+        file.finish().unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+        assert!(reader.metadata().num_row_groups() > 2);
+        let read: Vec<RecordBatch> = reader.build().unwrap().map(|b| b.unwrap()).collect();
+        std::fs::remove_file(&path).ok();
+        let whole = events_batches(&capture, 0).unwrap();
+        // Dictionaries differ (a file's per row group, a batch's per chunk): compared as text.
+        let as_text = |batches: &[RecordBatch]| -> Vec<ArrayRef> {
+            let batch = arrow::compute::concat_batches(&batches[0].schema(), batches).unwrap();
+            batch
+                .columns()
+                .iter()
+                .map(|c| match c.data_type() {
+                    DataType::Dictionary(..) => arrow::compute::cast(c, &DataType::Utf8).unwrap(),
+                    _ => c.clone(),
+                })
+                .collect()
+        };
+        let (got, expected) = (as_text(&read), as_text(&whole));
+        assert!(expected[0].len() > 777 * 3, "{} events", expected[0].len());
+        for (field, (got, expected)) in contract.columns.iter().zip(got.iter().zip(&expected)) {
+            assert_eq!(got, expected, "column {}", field.name);
+        }
     }
 
     /// Delta-encoded and PLAIN 64-bit columns (signed with jumps across the whole range,

@@ -7,29 +7,18 @@ use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Int32Type};
 use std::sync::Arc;
 
-/// How a batch's name columns hold their pool ids.
-pub enum NameColumns<'a> {
-    /// Each column its own compact dictionary of the values it uses (tables analysed in
-    /// memory: DataFusion hashes and compares the values, so they are kept few).
-    Compact(DictEncoder<'a>),
-    /// Every column keyed by pool id over the part's whole pool ([`pool_values`]), shared by
-    /// every batch (tables only written: the Parquet writer maps each pool id to its column
-    /// dictionary once per row group instead of once per batch).
-    Pool(&'a ArrayRef),
-}
-
-impl NameColumns<'_> {
-    pub fn encode(&mut self, ids: impl Iterator<Item = u32>) -> ArrayRef {
-        match self {
-            NameColumns::Compact(dict) => dict.encode(ids),
-            NameColumns::Pool(values) => shared_dict(values, ids),
-        }
-    }
-}
-
-/// Every string of the pool, in id order: the dictionary values of [`NameColumns::Pool`].
-pub fn pool_values(pool: &StringPool) -> ArrayRef {
-    Arc::new(StringArray::from_iter_values((0..pool.len() as u32).map(|id| pool.get(id).unwrap_or(""))))
+/// One column of rows as the decoder holds them, for a writer that encodes them without an
+/// Arrow array in between (the `events` table: [`crate::tables::EventRows`]).
+#[derive(Clone, Copy)]
+pub enum RowValues<'a> {
+    /// A name column's pool ids; an id the pool does not hold ([`crate::model::NO_STR`]) is null.
+    Names(&'a [u32]),
+    /// 64-bit integers (a UInt64 column's as their bits); a value equal to `null` is null.
+    Ints { values: &'a [i64], null: Option<i64> },
+    /// A map of strings: row `i`'s entries are `entries[i]..entries[i + 1]` (so `entries`
+    /// has one more item than there are rows), entry `e` the key pool id `keys[e]` and the
+    /// value `value_bytes[value_offsets[e]..value_offsets[e + 1]]`.
+    TextMap { entries: &'a [u32], keys: &'a [u32], value_offsets: &'a [u32], value_bytes: &'a [u8] },
 }
 
 /// A dictionary column of ids into `values`, shared with other columns and batches; an id

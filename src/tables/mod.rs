@@ -86,7 +86,7 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
     let bases = derive::chunk_bases(capture, first_event_id);
     let chunks: Vec<_> = capture.chunks.iter().zip(bases).filter(|(c, _)| !c.is_empty()).collect();
     crate::work_queue::map_in_order(chunks, |(chunk, base)| {
-        events_batch(capture, chunk, first_event_id, base, 0..chunk.len(), None, NameColumns::Compact(DictEncoder::new(&capture.strings)))
+        events_batch(capture, chunk, first_event_id, base, 0..chunk.len(), None, DictEncoder::new(&capture.strings))
     })
     .into_iter()
     .collect()
@@ -187,15 +187,105 @@ pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usiz
     slices
 }
 
-/// The `events` rows of one slice, to be written: its name columns are keyed by pool id
-/// over `pool` ([`pool_values`] of the capture's strings; [`NameColumns::Pool`]).
-pub fn events_slice_batch(capture: &Capture, slice: &EventSlice, pool: &ArrayRef) -> Result<RecordBatch> {
-    events_batch(capture, slice.chunk, slice.part_base, slice.base, slice.rows.clone(), None, NameColumns::Pool(pool))
+/// The `events` rows of slices, to be written without Arrow arrays ([`RowValues`], the
+/// columns in schema order, as [`events_batch`] builds them): what a chunk holds as the
+/// table does (names, times, args) is lent as it is; the rest is built into buffers that
+/// are reused from slice to slice.
+#[derive(Default)]
+pub struct EventRows {
+    event_id: Vec<i64>,
+    line_names: [Vec<u32>; 4],
+    line_id: Vec<i64>,
+    depth: Vec<i64>,
+    parent: Vec<i64>,
+    sparse_names: [Vec<u32>; 6],
+    sparse_ints: [Vec<i64>; 4],
+}
+
+impl EventRows {
+    /// The columns of `slice`'s rows; name ids and arg keys are ids of `capture.strings`.
+    pub fn of<'s>(&'s mut self, capture: &'s Capture, slice: &EventSlice<'s>) -> Vec<RowValues<'s>> {
+        let (c, rows) = (slice.chunk, slice.rows.clone());
+        let EventRows { event_id, line_names, line_id, depth, parent, sparse_names, sparse_ints } = self;
+        refill(event_id, rows.clone().map(|i| slice.base + i as i64));
+        let lines = &c.line[rows.clone()];
+        let [host, plane, device, line] = line_names;
+        let plane_of = |l: u32| &capture.planes[capture.lines[l as usize].plane as usize];
+        refill(host, lines.iter().map(|&l| plane_of(l).host));
+        refill(plane, lines.iter().map(|&l| plane_of(l).name));
+        refill(device, lines.iter().map(|&l| plane_of(l).device));
+        refill(line, lines.iter().map(|&l| capture.lines[l as usize].name));
+        refill(line_id, lines.iter().map(|&l| capture.lines[l as usize].line_id));
+        refill(depth, c.depth[rows.clone()].iter().map(|&d| d as i64));
+        refill(parent, c.parent[rows.clone()].iter().map(|&p| parent_id(capture, slice.part_base, p).unwrap_or(NULL_I64)));
+        let [display_name, category, hlo_op, hlo_module, tf_op, src] = sparse_names;
+        let [program_id, step, correlation_id, device_ordinal] = sparse_ints;
+        let names = |ids: &'s [u32]| RowValues::Names(ids);
+        let ints = |values: &'s [i64]| RowValues::Ints { values, null: None };
+        let nullable_ints = |values: &'s [i64]| RowValues::Ints { values, null: Some(NULL_I64) };
+        vec![
+            ints(event_id),
+            names(host),
+            names(plane),
+            names(device),
+            names(line),
+            ints(line_id),
+            names(&c.name[rows.clone()]),
+            names(dense(&c.display_name, rows.clone(), display_name)),
+            names(dense(&c.category, rows.clone(), category)),
+            ints(&c.start_ns[rows.clone()]),
+            ints(&c.dur_ns[rows.clone()]),
+            ints(&c.self_ns[rows.clone()]),
+            ints(depth),
+            nullable_ints(parent),
+            names(dense(&c.hlo_op, rows.clone(), hlo_op)),
+            names(dense(&c.hlo_module, rows.clone(), hlo_module)),
+            nullable_ints(dense(&c.program_id, rows.clone(), program_id)),
+            names(dense(&c.tf_op, rows.clone(), tf_op)),
+            nullable_ints(dense(&c.step, rows.clone(), step)),
+            nullable_ints(dense(&c.correlation_id, rows.clone(), correlation_id)),
+            nullable_ints(dense(&c.device_ordinal, rows.clone(), device_ordinal)),
+            names(dense(&c.src, rows.clone(), src)),
+            RowValues::TextMap {
+                entries: &c.arg_offsets[rows.start..=rows.end],
+                keys: &c.arg_key,
+                value_offsets: &c.arg_value_offsets,
+                value_bytes: &c.arg_value_bytes,
+            },
+        ]
+    }
+}
+
+/// `buffer` holding `values` alone.
+fn refill<T>(buffer: &mut Vec<T>, values: impl Iterator<Item = T>) {
+    buffer.clear();
+    buffer.extend(values);
+}
+
+/// A sparse column's values of `rows`: lent from the column where it holds them all, else
+/// copied into `buffer` with the nulls past what it holds.
+fn dense<'a, T: Nullable>(column: &'a SparseColumn<T>, rows: std::ops::Range<usize>, buffer: &'a mut Vec<T>) -> &'a [T] {
+    match column.held().get(rows.clone()) {
+        Some(held) => held,
+        None => {
+            refill(buffer, column.range(rows));
+            buffer
+        }
+    }
+}
+
+/// The event id of a parent given as a position in the part (see [`events_batch`]).
+fn parent_id(capture: &Capture, part_base: i64, parent: u32) -> Option<i64> {
+    match parent {
+        NO_PARENT => None,
+        p if p & CARRIED_TAG != 0 => capture.carried_parents.get((p & !CARRIED_TAG) as usize).copied(),
+        p => Some(part_base + p as i64),
+    }
 }
 
 /// The `events` rows of `chunk`'s events `rows` (ascending), numbered as in the whole table.
 fn picked_events_batch(capture: &Capture, chunk: &EventChunk, part_base: i64, base: i64, rows: &[u32]) -> Result<RecordBatch> {
-    events_batch(capture, &chunk.picked(rows), part_base, base, 0..rows.len(), Some(rows), NameColumns::Compact(DictEncoder::new(&capture.strings)))
+    events_batch(capture, &chunk.picked(rows), part_base, base, 0..rows.len(), Some(rows), DictEncoder::new(&capture.strings))
 }
 
 /// The `events` rows of `c`'s events `rows`. Event `i` is event `base + i` of the table, or
@@ -209,7 +299,7 @@ fn events_batch(
     base: i64,
     rows: std::ops::Range<usize>,
     original: Option<&[u32]>,
-    mut dict: NameColumns,
+    mut dict: DictEncoder,
 ) -> Result<RecordBatch> {
     let r = || rows.clone();
     let event_ids = match original {
@@ -227,12 +317,7 @@ fn events_batch(
     let name = dict.encode(c.name[r()].iter().copied());
     let display_name = dict.encode(c.display_name.range(r()));
     let category = dict.encode(c.category.range(r()));
-    let parent_id = |p: u32| match p {
-        NO_PARENT => None,
-        p if p & CARRIED_TAG != 0 => capture.carried_parents.get((p & !CARRIED_TAG) as usize).copied(),
-        p => Some(part_base + p as i64),
-    };
-    let parent = Arc::new(c.parent[r()].iter().map(|&p| parent_id(p)).collect::<Int64Array>());
+    let parent = Arc::new(c.parent[r()].iter().map(|&p| parent_id(capture, part_base, p)).collect::<Int64Array>());
     let hlo_op = dict.encode(c.hlo_op.range(r()));
     let hlo_module = dict.encode(c.hlo_module.range(r()));
     let tf_op = dict.encode(c.tf_op.range(r()));
@@ -532,28 +617,4 @@ fn op_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef
             nullable_i64s(t.iter().map(|x| x.first_step)),
         ],
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The `events` rows built slice by slice equal the rows built for each chunk whole
-    /// (args offsets rebased per slice included), on a real capture.
-    #[test]
-    fn event_slices_rebuild_the_whole_chunks() {
-        let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jax_cpu/mlp_train");
-        let loaded = crate::decode::load(&crate::decode::resolve(&input).unwrap()).unwrap();
-        let mut capture = loaded.capture;
-        derive::prepare_strings(&mut capture);
-        let whole = events_batches(&capture, 0).unwrap();
-        // An odd slice length, so slices start inside events' args.
-        let pool = pool_values(&capture.strings);
-        let sliced: Vec<RecordBatch> = event_slices(&capture, 0, 777).iter().map(|slice| events_slice_batch(&capture, slice, &pool).unwrap()).collect();
-        let schema = whole[0].schema();
-        let whole = arrow::compute::concat_batches(&schema, &whole).unwrap();
-        let sliced = arrow::compute::concat_batches(&schema, &sliced).unwrap();
-        assert!(whole.num_rows() > 777 * 3, "{} events", whole.num_rows());
-        assert_eq!(whole, sliced);
-    }
 }
