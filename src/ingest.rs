@@ -222,10 +222,11 @@ impl PartSink for StagingSink<'_> {
             let part = deriver.part(capture, &ids);
             stage_done("  part derive", &mut clock);
             let mut others = tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?;
+            stage_done("  part ops tables", &mut clock);
             let ops = others.rows("ops");
             others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
             store.write_tables(staged, &others.tables)?;
-            stage_done("  part ops", &mut clock);
+            stage_done("  part ops written", &mut clock);
             Ok((events.join().map_err(|_| "events writer panicked".to_string())??, ops))
         })?;
         self.events += events;

@@ -71,7 +71,11 @@ enum FieldWriter {
     /// A map of strings to strings, encoded here.
     TextMap(Box<TextMapColumn>),
     /// A 64-bit integer column, encoded here.
-    Ints(Box<IntColumn>),
+    Ints(Box<ScalarColumn<i64>>),
+    /// A Float64 column, encoded here.
+    Floats(Box<ScalarColumn<f64>>),
+    /// A Boolean column, encoded here.
+    Bools(Box<ScalarColumn<bool>>),
 }
 
 impl PartFile {
@@ -107,6 +111,8 @@ impl PartFile {
                     FieldWriter::Names(names) => names.write(array)?,
                     FieldWriter::TextMap(map) => map.write(array)?,
                     FieldWriter::Ints(ints) => ints.write(array)?,
+                    FieldWriter::Floats(floats) => floats.write(array)?,
+                    FieldWriter::Bools(bools) => bools.write(array)?,
                 }
             }
             Ok(())
@@ -187,7 +193,9 @@ impl PartFile {
                 match leaves.len() {
                     1 => NameColumn::new(field.data_type(), descr.clone(), &self.props)
                         .map(|names| FieldWriter::Names(Box::new(names)))
-                        .or_else(|| IntColumn::new(field.data_type(), descr, &self.props).map(|ints| FieldWriter::Ints(Box::new(ints)))),
+                        .or_else(|| ScalarColumn::new(field.data_type(), descr.clone(), &self.props).map(|c| FieldWriter::Ints(Box::new(c))))
+                        .or_else(|| ScalarColumn::new(field.data_type(), descr.clone(), &self.props).map(|c| FieldWriter::Floats(Box::new(c))))
+                        .or_else(|| ScalarColumn::new(field.data_type(), descr, &self.props).map(|c| FieldWriter::Bools(Box::new(c)))),
                     2 => TextMapColumn::new(field.data_type(), descr, descriptors.column(leaves.start + 1), &self.props)
                         .map(|map| FieldWriter::TextMap(Box::new(map))),
                     _ => None,
@@ -216,25 +224,21 @@ impl PartFile {
         let Some(group) = self.group.take() else { return Ok(()) };
         let mut row_group = self.file.next_row_group()?;
         for writer in group.columns {
-            match writer {
+            let chunks = match writer {
                 FieldWriter::Leaves(leaves) => {
                     for w in leaves {
                         w.close()?.append_to_row_group(&mut row_group)?;
                     }
+                    continue;
                 }
-                FieldWriter::Names(names) => {
-                    let (bytes, close) = names.close()?;
-                    row_group.append_column(&bytes, close)?;
-                }
-                FieldWriter::Ints(ints) => {
-                    let (bytes, close) = ints.close()?;
-                    row_group.append_column(&bytes, close)?;
-                }
-                FieldWriter::TextMap(map) => {
-                    for (bytes, close) in map.close()? {
-                        row_group.append_column(&bytes, close)?;
-                    }
-                }
+                FieldWriter::Names(names) => vec![names.close()?],
+                FieldWriter::Ints(c) => vec![c.close()?],
+                FieldWriter::Floats(c) => vec![c.close()?],
+                FieldWriter::Bools(c) => vec![c.close()?],
+                FieldWriter::TextMap(map) => map.close()?.into(),
+            };
+            for (bytes, close) in chunks {
+                row_group.append_column(&bytes, close)?;
             }
         }
         row_group.close()?;
@@ -541,42 +545,149 @@ fn put_keys(keys: &[u32], entries: u32, raw: &mut Vec<u8>) {
     hybrid_encode(keys, width, raw);
 }
 
-/// A flat `Int64` or `UInt64` column of one row group (ids, times, counts, program ids):
-/// DELTA_BINARY_PACKED or PLAIN as the properties say, with the chunk's min, max and null
-/// count, the statistics the properties ask of these columns. arrow-rs's writer does the
-/// same through a generic level builder and a compression context made anew for every page.
-struct IntColumn {
+/// A flat scalar column of one row group: `Int64` or `UInt64` (ids, times, counts, program
+/// ids; DELTA_BINARY_PACKED or PLAIN as the properties say), `Float64` (op costs) or
+/// `Boolean` (flags), with the chunk's min, max and null count, the statistics the
+/// properties ask of these columns. arrow-rs's writer does the same through a generic level
+/// builder and a compression context made anew for every page.
+struct ScalarColumn<V: Scalar> {
     pages: ChunkPages,
     encoding: Encoding,
     /// UInt64: values are kept as their bits, and compared unsigned for min and max.
     unsigned: bool,
     page_rows_limit: usize,
-    page_values: Vec<i64>,
+    page_values: Vec<V>,
     /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
     page_levels: Vec<u8>,
     page_rows: usize,
-    min_max: Option<(i64, i64)>,
+    min_max: Option<(V, V)>,
     nulls: u64,
 }
 
-impl IntColumn {
-    fn new(data_type: &DataType, descr: ColumnDescPtr, props: &WriterProperties) -> Option<IntColumn> {
-        let unsigned = match data_type {
-            DataType::Int64 => false,
-            DataType::UInt64 => true,
-            _ => return None,
-        };
+/// A value type of [`ScalarColumn`]: how arrays hold it, how pages and statistics do.
+trait Scalar: Copy {
+    /// The encodings written here, the first where the properties name none.
+    const ENCODINGS: &'static [Encoding];
+    /// Whether `data_type` holds this type: Some(whether its values compare unsigned).
+    fn accepts(data_type: &DataType) -> Option<bool>;
+    /// An array's values (a null's at any value) and its nulls.
+    fn values(array: &ArrayRef) -> (std::borrow::Cow<'_, [Self]>, Option<&arrow::buffer::NullBuffer>);
+    /// `so_far` widened by `values`' min and max (values that do not order, NaN, left out).
+    fn widen(so_far: Option<(Self, Self)>, values: &[Self], unsigned: bool) -> Option<(Self, Self)>;
+    fn encode(values: &[Self], encoding: Encoding, out: &mut Vec<u8>);
+    fn statistics(min_max: Option<(Self, Self)>, nulls: u64) -> Statistics;
+}
+
+impl Scalar for i64 {
+    const ENCODINGS: &'static [Encoding] = &[Encoding::PLAIN, Encoding::DELTA_BINARY_PACKED];
+    fn accepts(data_type: &DataType) -> Option<bool> {
+        match data_type {
+            DataType::Int64 => Some(false),
+            DataType::UInt64 => Some(true),
+            _ => None,
+        }
+    }
+    fn values(array: &ArrayRef) -> (std::borrow::Cow<'_, [i64]>, Option<&arrow::buffer::NullBuffer>) {
+        if array.data_type() == &DataType::UInt64 {
+            // Parquet stores a UInt64 as the i64 of the same bits.
+            let a = array.as_primitive::<arrow::datatypes::UInt64Type>();
+            (a.values().inner().typed_data::<i64>().into(), a.nulls())
+        } else {
+            let a = array.as_primitive::<arrow::datatypes::Int64Type>();
+            (a.values().as_ref().into(), a.nulls())
+        }
+    }
+    fn widen(so_far: Option<(i64, i64)>, values: &[i64], unsigned: bool) -> Option<(i64, i64)> {
+        if values.is_empty() {
+            return so_far;
+        }
+        Some(if unsigned {
+            let (lo, hi) = values.iter().fold((u64::MAX, u64::MIN), |(lo, hi), &v| (lo.min(v as u64), hi.max(v as u64)));
+            let (a, b) = so_far.map_or((lo, hi), |(a, b)| (lo.min(a as u64), hi.max(b as u64)));
+            (a as i64, b as i64)
+        } else {
+            let (lo, hi) = values.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            so_far.map_or((lo, hi), |(a, b)| (lo.min(a), hi.max(b)))
+        })
+    }
+    fn encode(values: &[i64], encoding: Encoding, out: &mut Vec<u8>) {
+        match encoding {
+            Encoding::DELTA_BINARY_PACKED => delta_binary_pack(values, out),
+            _ => out.extend(values.iter().flat_map(|v| v.to_le_bytes())),
+        }
+    }
+    fn statistics(min_max: Option<(i64, i64)>, nulls: u64) -> Statistics {
+        let (min, max) = min_max.unzip();
+        Statistics::int64(min, max, None, Some(nulls), false)
+    }
+}
+
+impl Scalar for f64 {
+    const ENCODINGS: &'static [Encoding] = &[Encoding::PLAIN];
+    fn accepts(data_type: &DataType) -> Option<bool> {
+        (data_type == &DataType::Float64).then_some(false)
+    }
+    fn values(array: &ArrayRef) -> (std::borrow::Cow<'_, [f64]>, Option<&arrow::buffer::NullBuffer>) {
+        let a = array.as_primitive::<arrow::datatypes::Float64Type>();
+        (a.values().as_ref().into(), a.nulls())
+    }
+    fn widen(so_far: Option<(f64, f64)>, values: &[f64], _: bool) -> Option<(f64, f64)> {
+        // As arrow-rs: a value replaces the min (max) only when smaller (larger), so of -0.0
+        // and 0.0 the first met stays until `statistics` writes zeros as the format says.
+        values.iter().filter(|v| !v.is_nan()).fold(so_far, |min_max, &v| match min_max {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((if v < lo { v } else { lo }, if v > hi { v } else { hi })),
+        })
+    }
+    fn encode(values: &[f64], _: Encoding, out: &mut Vec<u8>) {
+        out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    }
+    fn statistics(min_max: Option<(f64, f64)>, nulls: u64) -> Statistics {
+        // A zero min is written as -0.0, a zero max as 0.0 (the format's rule for floats).
+        let (min, max) = min_max.map(|(lo, hi)| (if lo == 0.0 { -0.0 } else { lo }, if hi == 0.0 { 0.0 } else { hi })).unzip();
+        Statistics::double(min, max, None, Some(nulls), false)
+    }
+}
+
+impl Scalar for bool {
+    const ENCODINGS: &'static [Encoding] = &[Encoding::PLAIN];
+    fn accepts(data_type: &DataType) -> Option<bool> {
+        (data_type == &DataType::Boolean).then_some(false)
+    }
+    fn values(array: &ArrayRef) -> (std::borrow::Cow<'_, [bool]>, Option<&arrow::buffer::NullBuffer>) {
+        let a = array.as_boolean();
+        (a.values().iter().collect::<Vec<bool>>().into(), a.nulls())
+    }
+    fn widen(so_far: Option<(bool, bool)>, values: &[bool], _: bool) -> Option<(bool, bool)> {
+        values.iter().fold(so_far, |min_max, &v| {
+            let (lo, hi) = min_max.unwrap_or((v, v));
+            Some((lo & v, hi | v))
+        })
+    }
+    fn encode(values: &[bool], _: Encoding, out: &mut Vec<u8>) {
+        // PLAIN booleans: one bit each, least significant first, the last byte padded.
+        out.extend(values.chunks(8).map(|bits| bits.iter().enumerate().fold(0u8, |byte, (i, &b)| byte | ((b as u8) << i))));
+    }
+    fn statistics(min_max: Option<(bool, bool)>, nulls: u64) -> Statistics {
+        let (min, max) = min_max.unzip();
+        Statistics::boolean(min, max, None, Some(nulls), false)
+    }
+}
+
+impl<V: Scalar> ScalarColumn<V> {
+    fn new(data_type: &DataType, descr: ColumnDescPtr, props: &WriterProperties) -> Option<ScalarColumn<V>> {
+        let unsigned = V::accepts(data_type)?;
         let path = descr.path();
         let flat = descr.max_rep_level() == 0 && path.parts().len() == 1;
         let encoding = match props.encoding(path) {
-            Some(Encoding::DELTA_BINARY_PACKED) => Encoding::DELTA_BINARY_PACKED,
-            None | Some(Encoding::PLAIN) => Encoding::PLAIN,
+            None => V::ENCODINGS[0],
+            Some(e) if V::ENCODINGS.contains(&e) => e,
             Some(_) => return None,
         };
         if !flat || props.dictionary_enabled(path) {
             return None;
         }
-        Some(IntColumn {
+        Some(ScalarColumn {
             pages: ChunkPages::new(descr, props, true)?,
             encoding,
             unsigned,
@@ -590,30 +701,14 @@ impl IntColumn {
     }
 
     fn write(&mut self, array: &ArrayRef) -> Result<()> {
-        let (values, nulls): (&[i64], Option<&arrow::buffer::NullBuffer>) = if self.unsigned {
-            // Parquet stores a UInt64 as the i64 of the same bits.
-            let a = array.as_primitive::<arrow::datatypes::UInt64Type>();
-            (a.values().inner().typed_data::<i64>(), a.nulls())
-        } else {
-            let a = array.as_primitive::<arrow::datatypes::Int64Type>();
-            (a.values(), a.nulls())
-        };
+        let (values, nulls) = V::values(array);
         match nulls.filter(|n| n.null_count() > 0) {
-            None => self.push_values(values, None::<fn(usize) -> bool>),
-            Some(n) => self.push_values(values, Some(|r| n.is_valid(r))),
+            None => self.push_values(&values, None::<fn(usize) -> bool>),
+            Some(n) => self.push_values(&values, Some(|r| n.is_valid(r))),
         }
     }
-
-    /// Adds values, those equal to `null` (if given) as nulls.
-    fn write_values(&mut self, values: &[i64], null: Option<i64>) -> Result<()> {
-        match null.filter(|null| values.contains(null)) {
-            None => self.push_values(values, None::<fn(usize) -> bool>),
-            Some(null) => self.push_values(values, Some(|r| values[r] != null)),
-        }
-    }
-
     /// Adds `values`, value `r` a null where `present(r)` is false; all present without one.
-    fn push_values(&mut self, values: &[i64], present: Option<impl Fn(usize) -> bool>) -> Result<()> {
+    fn push_values(&mut self, values: &[V], present: Option<impl Fn(usize) -> bool>) -> Result<()> {
         let nullable = self.pages.descr.max_def_level() > 0;
         if !nullable && present.is_some() {
             return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
@@ -653,18 +748,7 @@ impl IntColumn {
 
     /// Widens the chunk's min and max by the page's values from `first_new` on.
     fn note_min_max(&mut self, first_new: usize) {
-        let new = &self.page_values[first_new..];
-        let widened = if self.unsigned {
-            let (lo, hi) = new.iter().fold((u64::MAX, u64::MIN), |(lo, hi), &v| (lo.min(v as u64), hi.max(v as u64)));
-            let (a, b) = self.min_max.map_or((lo, hi), |(a, b)| (lo.min(a as u64), hi.max(b as u64)));
-            (a as i64, b as i64)
-        } else {
-            let (lo, hi) = new.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-            self.min_max.map_or((lo, hi), |(a, b)| (lo.min(a), hi.max(b)))
-        };
-        if !new.is_empty() {
-            self.min_max = Some(widened);
-        }
+        self.min_max = V::widen(self.min_max, &self.page_values[first_new..], self.unsigned);
     }
 
     /// Encodes the filled page: definition levels (nullable columns), then the values.
@@ -674,10 +758,7 @@ impl IntColumn {
             put_levels(&self.page_levels, 1, &mut raw);
             self.page_levels.clear();
         }
-        match self.encoding {
-            Encoding::DELTA_BINARY_PACKED => delta_binary_pack(&self.page_values, &mut raw),
-            _ => raw.extend(self.page_values.iter().flat_map(|v| v.to_le_bytes())),
-        }
+        V::encode(&self.page_values, self.encoding, &mut raw);
         self.pages.add_data_page(raw, self.page_rows, self.page_rows, self.encoding)?;
         self.page_values.clear();
         self.page_rows = 0;
@@ -688,9 +769,18 @@ impl IntColumn {
         if self.page_rows > 0 {
             self.finish_page()?;
         }
-        let (min, max) = self.min_max.unzip();
-        let statistics = Statistics::int64(min, max, None, Some(self.nulls), false);
+        let statistics = V::statistics(self.min_max, self.nulls);
         self.pages.close(None, self.encoding, Some(statistics))
+    }
+}
+
+impl ScalarColumn<i64> {
+    /// Adds values, those equal to `null` (if given) as nulls.
+    fn write_values(&mut self, values: &[i64], null: Option<i64>) -> Result<()> {
+        match null.filter(|null| values.contains(null)) {
+            None => self.push_values(values, None::<fn(usize) -> bool>),
+            Some(null) => self.push_values(values, Some(|r| values[r] != null)),
+        }
     }
 }
 
@@ -1149,6 +1239,96 @@ mod tests {
         assert!(expected[0].len() > 777 * 3, "{} events", expected[0].len());
         for (field, (got, expected)) in contract.columns.iter().zip(got.iter().zip(&expected)) {
             assert_eq!(got, expected, "column {}", field.name);
+        }
+    }
+
+    /// Float64 (NaN, both zeros, infinities, nulls, a row group of NaN and nulls only) and
+    /// Boolean columns over pages of every fill and several row groups: the file reads back
+    /// as arrow-rs's `ArrowWriter` writes the same batches, with the same chunk statistics.
+    #[test]
+    fn float_and_boolean_columns_read_back_as_arrow_rs_writes_them() {
+        use arrow::array::{BooleanArray, Float64Array};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("flops", DataType::Float64, true),
+            Field::new("ratio", DataType::Float64, false),
+            Field::new("is_async", DataType::Boolean, false),
+            Field::new("flag", DataType::Boolean, true),
+        ]));
+        let props = || {
+            WriterProperties::builder()
+                .set_compression(Compression::ZSTD(Default::default()))
+                .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+                .set_dictionary_enabled(false)
+                .set_data_page_row_count_limit(1000)
+                .set_max_row_group_row_count(Some(2500))
+                .build()
+        };
+        let descriptors = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        for c in [0, 1] {
+            assert!(ScalarColumn::<f64>::new(schema.field(c).data_type(), descriptors.column(c), &props()).is_some(), "encoded here");
+        }
+        for c in [2, 3] {
+            assert!(ScalarColumn::<bool>::new(schema.field(c).data_type(), descriptors.column(c), &props()).is_some(), "encoded here");
+        }
+        let mut batches = Vec::new();
+        let mut at = 0usize;
+        for rows in [1usize, 33, 129, 900, 1500, 2, 2500, 7] {
+            let only_nan = rows == 2500;
+            let flops: Vec<Option<f64>> = (0..rows)
+                .map(|r| match (at + r) % 13 {
+                    _ if only_nan => (at + r).is_multiple_of(2).then_some(f64::NAN),
+                    0 => None,
+                    1 => Some(f64::NAN),
+                    2 => Some(-0.0),
+                    3 => Some(0.0),
+                    k => Some((k as f64 - 6.5) * (at + r) as f64),
+                })
+                .collect();
+            let ratio: Vec<f64> = (0..rows).map(|r| if (at + r).is_multiple_of(101) { f64::INFINITY } else { ((at + r) % 17) as f64 / 4.0 }).collect();
+            let is_async: Vec<bool> = (0..rows).map(|r| (at + r).is_multiple_of(3) && rows > 1).collect();
+            let flag: Vec<Option<bool>> = (0..rows).map(|r| ((at + r) % 4 != 1).then_some((at + r).is_multiple_of(5))).collect();
+            at += rows;
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Float64Array::from(flops)),
+                Arc::new(Float64Array::from(ratio)),
+                Arc::new(BooleanArray::from(is_async)),
+                Arc::new(BooleanArray::from(flag)),
+            ];
+            batches.push(RecordBatch::try_new(schema.clone(), columns).unwrap());
+        }
+        let dir = std::env::temp_dir();
+        let (ours, theirs) =
+            (dir.join(format!("profq-scalar-ours-{}.parquet", std::process::id())), dir.join(format!("profq-scalar-arrow-{}.parquet", std::process::id())));
+        let mut file = PartFile::create(File::create(&ours).unwrap(), schema.clone(), props()).unwrap();
+        let mut arrow_writer = parquet::arrow::ArrowWriter::try_new(File::create(&theirs).unwrap(), schema.clone(), Some(props())).unwrap();
+        for batch in &batches {
+            file.write(batch).unwrap();
+            arrow_writer.write(batch).unwrap();
+        }
+        file.finish().unwrap();
+        arrow_writer.close().unwrap();
+        let read = |path: &std::path::Path| {
+            let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+            let metadata = reader.metadata().clone();
+            let statistics: Vec<Vec<Option<Statistics>>> =
+                metadata.row_groups().iter().map(|g| g.columns().iter().map(|c| c.statistics().cloned()).collect()).collect();
+            let batches: Vec<RecordBatch> = reader.build().unwrap().map(|b| b.unwrap()).collect();
+            (arrow::compute::concat_batches(&schema, &batches).unwrap(), statistics)
+        };
+        let ((got, got_statistics), (expected, expected_statistics)) = (read(&ours), read(&theirs));
+        std::fs::remove_file(&ours).ok();
+        std::fs::remove_file(&theirs).ok();
+        assert!(got_statistics.len() > 2);
+        assert_eq!(got_statistics, expected_statistics);
+        // NaN != NaN: compared by bits.
+        let bits = |b: &RecordBatch, c: usize| -> Vec<Option<u64>> {
+            b.column(c).as_primitive::<arrow::datatypes::Float64Type>().iter().map(|v| v.map(f64::to_bits)).collect()
+        };
+        for c in [0, 1] {
+            assert_eq!(bits(&got, c), bits(&expected, c), "column {c}");
+        }
+        for c in [2, 3] {
+            assert_eq!(got.column(c).as_boolean(), expected.column(c).as_boolean(), "column {c}");
         }
     }
 
