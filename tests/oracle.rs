@@ -149,19 +149,28 @@ fn gpu_kernels_in_command_buffers_are_reported() {
 
 /// GPU steps are the host's `train` annotations (the wall time a step takes); XProf's GPU step
 /// time is the device-side span of the step's kernels instead (docs/decisions.md). Both list the
-/// same steps, and the device is never busier than the step lasts.
+/// same steps, and the device is never busier than the step lasts. Where XLA compiles inside a
+/// step (`shape_churn_small`), its autotuner runs candidate kernels on the GPU during the
+/// compile: here they are busy time of the step whose host window they run in, while XProf's
+/// device-side spans give them to the step before; there the busy time is compared in sum.
 #[test]
 fn jax_gpu_steps_are_the_step_annotations() {
     for name in JAX_GPU_CAPTURES {
-        let (store, steps, expected) = steps_beside_xprof(&jax_gpu(name), "step, dur_ns, busy_ns, source");
+        let dir = jax_gpu(name);
+        let (store, steps, expected) = steps_beside_xprof(&dir, "step, dur_ns, busy_ns, source");
         assert_eq!(steps.len(), expected.len(), "{name}: number of steps");
+        let compiles_in_steps = read_json(&dir.join("capture.json")).get("expected_compile_steps").and_then(|s| s.as_array()).is_some_and(|s| !s.is_empty());
+        let compute_ns = |theirs: &serde_json::Value| theirs["compute_time_ms"].as_f64().unwrap() * 1e6;
         for (ours, theirs) in steps.iter().zip(&expected) {
             assert_eq!(as_i64(&ours["step"]), as_i64(&theirs["step_num"]), "{name}");
             assert_eq!(as_str(&ours["source"]), "step_annotation");
-            let compute_ns = theirs["compute_time_ms"].as_f64().unwrap() * 1e6;
-            assert!(as_i64(&ours["busy_ns"]) as f64 >= compute_ns * 0.9, "{name}: busy {} vs xprof compute {compute_ns}", ours["busy_ns"]);
-            assert!(as_i64(&ours["busy_ns"]) <= as_i64(&ours["dur_ns"]), "{name}");
+            let busy = as_i64(&ours["busy_ns"]);
+            assert!(compiles_in_steps || busy as f64 >= compute_ns(theirs) * 0.9, "{name}: busy {busy} vs xprof compute {}", compute_ns(theirs));
+            assert!(busy <= as_i64(&ours["dur_ns"]), "{name}");
         }
+        let busy: f64 = steps.iter().map(|s| as_i64(&s["busy_ns"]) as f64).sum();
+        let compute: f64 = expected.iter().map(compute_ns).sum();
+        assert!(busy >= compute * 0.9, "{name}: busy {busy} vs xprof compute {compute} over all steps");
         assert_steps_are_train_events(&store, steps.len(), name);
     }
 }

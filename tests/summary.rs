@@ -510,6 +510,24 @@ fn shape_churn_recompilation_is_found() {
     assert_eq!(q["results"]["modules_with_several_programs"][0]["programs"], 4);
 }
 
+/// On a real H100 capture (JAX 0.11, XLA's GPU compiler: `PjRtStreamExecutorClient::
+/// CompileInternal`, `CompileToBackendResult` on compile-pool threads) compilation is found in
+/// the steps where the generator recorded a new shape, and not in the later step whose shape
+/// was already compiled (a jit cache hit).
+#[test]
+fn gpu_recompilation_is_found_where_the_generator_compiled() {
+    let dir = jax_gpu("shape_churn_small");
+    let capture = read_json(&dir.join("capture.json"));
+    let expected: Vec<i64> = capture["expected_compile_steps"].as_array().unwrap().iter().map(|s| s.as_i64().unwrap()).collect();
+    assert_eq!(capture["backend"], "gpu");
+    let q = query(&dir, "is anything recompiling?");
+    assert_eq!(q["query_type"], "recompilation");
+    let steps: Vec<i64> = q["results"]["steps_with_compilation"].as_array().unwrap().iter().map(|c| c["step"].as_i64().unwrap()).collect();
+    assert_eq!(steps, expected);
+    // One program compiled before the capture (step 0's shape) and one per new shape.
+    assert_eq!(q["results"]["modules_with_several_programs"][0]["programs"], expected.len() as i64 + 1);
+}
+
 /// A compiler object's host-to-device copies (`PjRtCApiCompiler::BufferFromHostBuffer(f32[])`
 /// on the H100 captures, every step) are transfers, not compilation.
 #[test]

@@ -25,6 +25,7 @@ pub const JAX_GPU_CAPTURES: &[&str] = &[
     "mlp_before",
     "mlp_train",
     "mlp_train_nocb",
+    "shape_churn_small",
     "transformer_lm",
     "transformer_lm_nocb",
     "transformer_lm_wide",
@@ -149,7 +150,14 @@ pub fn sql(store: &Path, query: &str) -> Vec<serde_json::Value> {
     }
 }
 
+/// A JSON file, or the gzipped `<path>.gz` beside it where only that exists (the oracle
+/// script gzips its large outputs).
 pub fn read_json(path: &Path) -> serde_json::Value {
+    let gzipped = path.with_file_name(format!("{}.gz", path.file_name().unwrap().to_string_lossy()));
+    if !path.exists() && gzipped.exists() {
+        let file = std::fs::File::open(&gzipped).unwrap_or_else(|e| panic!("{}: {e}", gzipped.display()));
+        return serde_json::from_reader(std::io::BufReader::new(flate2::read::GzDecoder::new(file))).unwrap();
+    }
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap()
 }
