@@ -1,4 +1,5 @@
-//! One Parquet part file of a table, written a batch at a time.
+//! One Parquet part file of a table, written a batch at a time, or (the `events` table) a
+//! slice of the decoder's own columns at a time ([`PartFile::write_rows`]).
 //!
 //! Why not arrow-rs's `ArrowWriter` alone: it dictionary-encodes a string column by hashing
 //! every row's value into its dictionary, even when the column arrives as a dictionary
@@ -7,21 +8,22 @@
 //! map over a million rows, and those were about a third of an ingest's CPU. Its eleven
 //! 64-bit integer columns went through a generic level builder and a compression context
 //! made anew for every page, and making arrow-rs's writers for a row group allocates a
-//! megabyte for every delta-encoded column (~11 % of an ingest's CPU in all). Here three
+//! megabyte for every delta-encoded column (~11 % of an ingest's CPU in all). Here these
 //! kinds of column are encoded directly:
 //! - a top-level `Dictionary(Int32, Utf8)` column (every name column of the schema), from
-//!   each batch's own dictionary: a distinct value is looked up once per batch, a row costs
-//!   one table lookup;
+//!   each batch's own dictionary, or from string-pool ids: a distinct value is looked up
+//!   once per batch (per row group for pool ids), a row costs one table lookup;
 //! - a non-null `Map<Utf8, Utf8>` (`args`): keys dictionary-encoded, values PLAIN, levels
 //!   written straight from the map's offsets;
-//! - a top-level `Int64` or `UInt64` column: DELTA_BINARY_PACKED (or PLAIN) values with the
-//!   chunk's min, max and null count.
+//! - a top-level `Int64` or `UInt64` column: DELTA_BINARY_PACKED (or PLAIN) values, and a
+//!   `Float64` or `Boolean` column: PLAIN values, each with the chunk's min, max and null
+//!   count.
 //!
 //! Their pages are what arrow-rs writes for such columns (a PLAIN dictionary page, data
 //! pages v1 of RLE / bit-packed levels and keys, compressed as the table's properties say),
-//! with an offset index and chunk statistics only for the integers (the properties ask none of
-//! the others). Every other column goes through arrow-rs's column writers, made only for
-//! row groups that have such a column, and the file carries the Arrow
+//! with an offset index and chunk statistics only for the scalars (the properties ask none
+//! of the others). Every other column (text, lists) goes through arrow-rs's column writers,
+//! made only for row groups that have such a column, and the file carries the Arrow
 //! schema as `ArrowWriter` writes it, so readers see the same file either way.
 
 use crate::model::StringPool;
