@@ -3,7 +3,7 @@
 use crate::decode::{self, InputError, LoadError, PartSink};
 use crate::model::{ArgsKept, Capture};
 use crate::store::{self, Staged, Store};
-use crate::tables::{self, derive::Deriver, RunInfo, RunTables};
+use crate::tables::{self, derive::Deriver, OpColumns, RunInfo, RunTables};
 use crate::timing::stage_done;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -221,13 +221,26 @@ impl PartSink for StagingSink<'_> {
             let mut clock = std::time::Instant::now();
             let part = deriver.part(capture, &ids);
             stage_done("  part derive", &mut clock);
-            let mut others = tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?;
-            stage_done("  part ops tables", &mut clock);
-            let ops = others.rows("ops");
-            others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
-            store.write_tables(staged, &others.tables)?;
-            stage_done("  part ops written", &mut clock);
-            Ok((events.join().map_err(|_| "events writer panicked".to_string())??, ops))
+            // `ops` is written from its columns on a thread of its own while the other tables
+            // are built and written here.
+            let ops = OpColumns::of(&part);
+            std::thread::scope(|inner| -> Result<(), String> {
+                let ops_writer = inner.spawn(|| -> Result<(), String> {
+                    if ops.is_empty() {
+                        return Ok(());
+                    }
+                    let mut writers = store::PartWriter::next_parts(staged, "ops", 1)?;
+                    let mut writer = writers.pop().expect("one writer asked for");
+                    writer.write_rows(ops.len(), &ops.rows(capture, &part))?;
+                    writer.finish()
+                });
+                let mut others = tables::part_tables_beside_ops(capture, &part).map_err(|e| format!("building tables: {e}"))?;
+                others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
+                store.write_tables(staged, &others.tables)?;
+                ops_writer.join().map_err(|_| "ops writer panicked".to_string())?
+            })?;
+            stage_done("  part tables written", &mut clock);
+            Ok((events.join().map_err(|_| "events writer panicked".to_string())??, ops.len()))
         })?;
         self.events += events;
         self.ops += ops;
@@ -264,7 +277,7 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
                 s.spawn(move || -> Result<(), String> {
                     let mut rows = tables::EventRows::default();
                     for slice in run {
-                        writer.write_rows(slice.rows.len(), &capture.strings, &rows.of(capture, slice))?;
+                        writer.write_rows(slice.rows.len(), &rows.of(capture, slice))?;
                     }
                     writer.finish()
                 })

@@ -226,6 +226,26 @@ fn tpu_ops_get_module_program_and_cost_stats() {
     assert_eq!(as_str(&ar[0]["hlo_module"]), "jit__psum");
 }
 
+/// Ingest writes `ops` from the op rows' columns, not from the Arrow batch that analyses in
+/// memory build: the stored rows equal that batch's, on captures with op costs and async ops
+/// (TPU), collectives (8 CPU devices) and region paths (GPU).
+#[test]
+fn stored_ops_equal_the_in_memory_ops() {
+    let tpu = shared("public/openxla-xprof/tpu_v6e_jax_inference");
+    for dir in [tpu, Some(jax_cpu("multi_device_dp")), Some(jax_gpu("transformer_lm_nocb"))].into_iter().flatten() {
+        let store = temp_dir("ops-rows");
+        ingest(&store, &xplane_of(&dir), "r");
+        let stored = sql(&store, "SELECT * EXCLUDE (run_id) FROM ops ORDER BY event_id");
+        let mut capture = profq::decode::load(&profq::decode::resolve(&xplane_of(&dir)).unwrap()).unwrap().capture;
+        let tables = profq::tables::build(&mut capture, &profq::tables::RunInfo::default()).unwrap();
+        let text = profq::render::render(tables.get("ops").unwrap(), profq::render::Format::Json);
+        let mut in_memory: Vec<serde_json::Value> = serde_json::from_str::<Vec<serde_json::Value>>(&text).unwrap();
+        in_memory.sort_by_key(|row| as_i64(&row["event_id"]));
+        assert!(stored.len() > 1000, "{}: {} ops", dir.display(), stored.len());
+        assert_eq!(stored, in_memory, "{}", dir.display());
+    }
+}
+
 /// Every profile in the shared fixtures ingests (directories resolve to their capture).
 #[test]
 fn every_shared_fixture_ingests() {

@@ -283,8 +283,8 @@ impl PartWriter {
     }
 
     /// Writes rows given as the decoder holds them (see [`PartFile::write_rows`]).
-    pub fn write_rows(&mut self, rows: usize, pool: &crate::model::StringPool, columns: &[crate::tables::columns::RowValues<'_>]) -> Result<(), String> {
-        self.writer.write_rows(rows, pool, columns).map_err(|e| format!("{}: {e}", self.table))
+    pub fn write_rows(&mut self, rows: usize, columns: &[crate::tables::columns::RowValues<'_>]) -> Result<(), String> {
+        self.writer.write_rows(rows, columns).map_err(|e| format!("{}: {e}", self.table))
     }
 
     /// Writes `batches` as the whole part file, then finishes it.

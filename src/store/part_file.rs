@@ -27,7 +27,7 @@
 //! schema as `ArrowWriter` writes it, so readers see the same file either way.
 
 use crate::model::StringPool;
-use crate::tables::columns::RowValues;
+use crate::tables::columns::{RowValues, Strings};
 use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray};
 use arrow::datatypes::{DataType, Int32Type, SchemaRef};
 use arrow::record_batch::RecordBatch;
@@ -122,19 +122,22 @@ impl PartFile {
     }
 
     /// Writes `rows` rows given as the decoder holds them, one [`RowValues`] per field of the
-    /// schema, in order; each field must be of a kind encoded here (a name, a 64-bit integer,
-    /// a map of strings). Name ids and map keys are ids of `pool`. Every call on one file
-    /// passes the same pool (it may grow between calls: an id keeps its string), since a
-    /// column maps each pool id to its dictionary once per row group.
-    pub fn write_rows(&mut self, rows: usize, pool: &StringPool, columns: &[RowValues<'_>]) -> Result<()> {
+    /// schema, in order; each field must be of a kind encoded here (a name, a scalar, a map
+    /// of strings). A column maps each id of its strings to its dictionary once per row
+    /// group, so every call on one file gives a column the same strings (they may grow
+    /// between calls: an id keeps its string).
+    pub fn write_rows(&mut self, rows: usize, columns: &[RowValues<'_>]) -> Result<()> {
         let schema = self.schema.clone();
         if columns.len() != schema.fields().len() {
             return Err(ParquetError::General(format!("{} columns given for a schema of {}", columns.len(), schema.fields().len())));
         }
         for (field, values) in schema.fields().iter().zip(columns) {
             let (given, expected) = match values {
-                RowValues::Names(ids) => (ids.len(), rows),
+                RowValues::Names { ids, .. } => (ids.len(), rows),
                 RowValues::Ints { values, .. } => (values.len(), rows),
+                RowValues::Floats { values, present: None } => (values.len(), rows),
+                RowValues::Floats { values, present: Some(present) } => (values.len().min(present.len()), rows),
+                RowValues::Bools(values) => (values.len(), rows),
                 RowValues::TextMap { entries, .. } => (entries.len(), rows + 1),
             };
             if given != expected {
@@ -144,10 +147,18 @@ impl PartFile {
         self.write_groups(rows, |group, rows| {
             for ((field, values), writer) in schema.fields().iter().zip(columns).zip(group.columns.iter_mut()) {
                 match (values, writer) {
-                    (RowValues::Names(ids), FieldWriter::Names(names)) => names.write_ids(&ids[rows.clone()], pool)?,
+                    (RowValues::Names { ids, strings }, FieldWriter::Names(names)) => names.write_ids(&ids[rows.clone()], *strings)?,
                     (RowValues::Ints { values, null }, FieldWriter::Ints(ints)) => ints.write_values(&values[rows.clone()], *null)?,
-                    (RowValues::TextMap { entries, keys, value_offsets, value_bytes }, FieldWriter::TextMap(map)) => {
-                        map.write_entries(&entries[rows.start..=rows.end], keys, value_offsets, value_bytes, pool)?
+                    (RowValues::Floats { values, present }, FieldWriter::Floats(floats)) => {
+                        let values = &values[rows.clone()];
+                        match present.map(|p| &p[rows.clone()]).filter(|p| p.contains(&false)) {
+                            None => floats.push_values(values, None::<fn(usize) -> bool>)?,
+                            Some(present) => floats.push_values(values, Some(|r| present[r]))?,
+                        }
+                    }
+                    (RowValues::Bools(values), FieldWriter::Bools(bools)) => bools.push_values(&values[rows.clone()], None::<fn(usize) -> bool>)?,
+                    (RowValues::TextMap { entries, keys, value_offsets, value_bytes, strings }, FieldWriter::TextMap(map)) => {
+                        map.write_entries(&entries[rows.start..=rows.end], keys, value_offsets, value_bytes, *strings)?
                     }
                     _ => return Err(ParquetError::General(format!("column {}: rows of another kind than the column's writer", field.name()))),
                 }
@@ -454,16 +465,16 @@ impl NameColumn {
         }
     }
 
-    /// Adds rows of pool ids (an id the pool does not hold is null).
-    fn write_ids(&mut self, ids: &[u32], pool: &StringPool) -> Result<()> {
-        let source = RemapSource::Pool(pool as *const StringPool as usize);
-        if !matches!((&self.remapped, &source), (RemapSource::Pool(a), RemapSource::Pool(b)) if a == b) {
+    /// Adds rows of ids of `strings` (an id it does not hold is null).
+    fn write_ids(&mut self, ids: &[u32], strings: &dyn Strings) -> Result<()> {
+        let source = strings_address(strings);
+        if !matches!(self.remapped, RemapSource::Strings(a) if a == source) {
             self.remap.clear();
-            self.remapped = source;
+            self.remapped = RemapSource::Strings(source);
         }
-        let held = pool.len();
+        let held = strings.count();
         let needed = ids.iter().copied().filter(|&id| (id as usize) < held).max().map_or(0, |id| id as usize + 1);
-        self.push_rows(ids.len(), needed, |r| Some(ids[r] as usize).filter(|&id| id < held), |id| pool.get(id as u32).unwrap_or(""))
+        self.push_rows(ids.len(), needed, |r| Some(ids[r] as usize).filter(|&id| id < held), |id| strings.text(id as u32).unwrap_or(""))
     }
 
     /// Adds `len` rows: row `r` is the value of key `key_at(r)` (`value_of` gives it, the
@@ -535,8 +546,14 @@ enum RemapSource {
     /// The keys of batches over this dictionary values array (held, so that its memory is
     /// never another array's while compared).
     Values(ArrayRef),
-    /// The ids of the string pool at this address (one pool per file: [`PartFile::write_rows`]).
-    Pool(usize),
+    /// The ids of the strings at this address (the same strings for every call of one file:
+    /// [`PartFile::write_rows`]).
+    Strings(usize),
+}
+
+/// Where `strings` live: what tells one column's strings from another's.
+fn strings_address(strings: &dyn Strings) -> usize {
+    strings as *const dyn Strings as *const () as usize
 }
 
 /// Appends dictionary keys as a data page holds them: their bit width (for a dictionary of
@@ -861,10 +878,10 @@ struct TextMapColumn {
     page_bytes_limit: usize,
     /// The chunk's dictionary: a value's id is its key.
     dictionary: StringPool,
-    /// Pool ids of keys remapped to the dictionary's (u32::MAX: not seen yet), and the
-    /// address of the pool they are ids of (one pool per file: [`PartFile::write_rows`]).
+    /// Ids of keys remapped to the dictionary's (u32::MAX: not seen yet), and the address of
+    /// the strings they are ids of (the same for every call of one file: [`PartFile::write_rows`]).
     key_remap: Vec<u32>,
-    remapped_pool: Option<usize>,
+    remapped_strings: Option<usize>,
     /// Per level of the page: repetition (1 for an entry after its row's first) and the
     /// value's definition (0 a row without entries, 1 a null value, 2 a value).
     page_repetition: Vec<u8>,
@@ -895,7 +912,7 @@ impl TextMapColumn {
             page_bytes_limit: props.data_page_size_limit().max(1),
             dictionary: StringPool::default(),
             key_remap: Vec::new(),
-            remapped_pool: None,
+            remapped_strings: None,
             page_repetition: Vec::new(),
             page_definition: Vec::new(),
             page_keys: Vec::new(),
@@ -922,16 +939,16 @@ impl TextMapColumn {
 
     /// Adds rows whose entries are given by their pool ids and value bytes (see
     /// [`RowValues::TextMap`]; `entries` has one more item than there are rows).
-    fn write_entries(&mut self, entries: &[u32], keys: &[u32], value_offsets: &[u32], value_bytes: &[u8], pool: &StringPool) -> Result<()> {
+    fn write_entries(&mut self, entries: &[u32], keys: &[u32], value_offsets: &[u32], value_bytes: &[u8], strings: &dyn Strings) -> Result<()> {
         let path = self.key.descr.path().clone();
         let bad = |what: &str| ParquetError::General(format!("column {path}: {what}"));
         if entries.windows(2).any(|w| w[0] > w[1]) || entries.last().is_some_and(|&end| end as usize > keys.len()) {
             return Err(bad("map entries out of order or past the keys"));
         }
-        let source = pool as *const StringPool as usize;
-        if self.remapped_pool != Some(source) {
+        let source = strings_address(strings);
+        if self.remapped_strings != Some(source) {
             self.key_remap.clear();
-            self.remapped_pool = Some(source);
+            self.remapped_strings = Some(source);
         }
         self.push_rows(
             entries.len().saturating_sub(1),
@@ -939,11 +956,11 @@ impl TextMapColumn {
             |dictionary, remap, entry| {
                 let id = keys[entry] as usize;
                 if id >= remap.len() {
-                    let value = pool.get(id as u32).ok_or_else(|| bad("a key the string pool does not hold"))?;
+                    let value = strings.text(id as u32).ok_or_else(|| bad("a key past the strings held"))?;
                     remap.resize(id + 1, u32::MAX);
                     remap[id] = dictionary.intern(value);
                 } else if remap[id] == u32::MAX {
-                    remap[id] = dictionary.intern(pool.get(id as u32).ok_or_else(|| bad("a key the string pool does not hold"))?);
+                    remap[id] = dictionary.intern(strings.text(id as u32).ok_or_else(|| bad("a key past the strings held"))?);
                 }
                 Ok(remap[id])
             },
@@ -1207,24 +1224,56 @@ mod tests {
     /// slices, reads back as the batches built for the in-memory tables.
     #[test]
     fn event_rows_read_back_as_the_events_batches() {
-        use crate::tables::{event_slices, events_batches, schema, EventRows};
-        let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jax_cpu/mlp_train");
-        let mut capture = crate::decode::load(&crate::decode::resolve(&input).unwrap()).unwrap().capture;
-        crate::tables::derive::prepare_strings(&mut capture);
-        let contract = schema::table("events").unwrap();
-        let props = super::super::writer_properties(contract).into_builder().set_max_row_group_row_count(Some(1000)).build();
-        let path = std::env::temp_dir().join(format!("profq-event-rows-test-{}.parquet", std::process::id()));
-        let mut file = PartFile::create(File::create(&path).unwrap(), schema::arrow_schema(contract), props).unwrap();
+        use crate::tables::{event_slices, events_batches, EventRows};
+        let capture = decoded("tests/data/jax_cpu/mlp_train");
+        let mut file = table_file("events", "event-rows");
         let mut rows = EventRows::default();
         for slice in event_slices(&capture, 0, 777) {
-            file.write_rows(slice.rows.len(), &capture.strings, &rows.of(&capture, &slice)).unwrap();
+            file.0.write_rows(slice.rows.len(), &rows.of(&capture, &slice)).unwrap();
         }
+        assert_reads_back_as(file, &events_batches(&capture, 0).unwrap(), 777 * 3);
+    }
+
+    /// The `ops` table written from a part's op columns reads back as the batch built for the
+    /// in-memory tables, on captures with collectives and async ops (CPU, 8 devices), and
+    /// with op costs (`flops`, `bytes_accessed`) and region paths (GPU).
+    #[test]
+    fn op_rows_read_back_as_the_ops_batch() {
+        use crate::tables::{derive::Deriver, part_tables, OpColumns};
+        for capture in ["tests/data/jax_cpu/multi_device_dp", "tests/data/jax_gpu/transformer_lm_nocb"] {
+            let capture = decoded(capture);
+            let part = Deriver::new().part(&capture, &crate::tables::derive::pool_ids(&capture.strings));
+            let ops = OpColumns::of(&part);
+            let mut file = table_file("ops", "op-rows");
+            file.0.write_rows(ops.len(), &ops.rows(&capture, &part)).unwrap();
+            let batches = part_tables(&capture, &part).unwrap();
+            assert_reads_back_as(file, batches.get("ops").unwrap(), 1000);
+        }
+    }
+
+    /// A capture decoded in memory, its derived strings in the pool.
+    fn decoded(dir: &str) -> crate::model::Capture {
+        let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut capture = crate::decode::load(&crate::decode::resolve(&input).unwrap()).unwrap().capture;
+        crate::tables::derive::prepare_strings(&mut capture);
+        capture
+    }
+
+    /// A part file of `table` with the store's properties but row groups of 1,000 rows.
+    fn table_file(table: &str, name: &str) -> (PartFile, std::path::PathBuf) {
+        let contract = crate::tables::schema::table(table).unwrap();
+        let props = super::super::writer_properties(contract).into_builder().set_max_row_group_row_count(Some(1000)).build();
+        let path = std::env::temp_dir().join(format!("profq-{name}-test-{}.parquet", std::process::id()));
+        (PartFile::create(File::create(&path).unwrap(), crate::tables::schema::arrow_schema(contract), props).unwrap(), path)
+    }
+
+    /// The file reads back, in several row groups, as `expected` (more than `min_rows` rows).
+    fn assert_reads_back_as((file, path): (PartFile, std::path::PathBuf), expected: &[RecordBatch], min_rows: usize) {
         file.finish().unwrap();
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
-        assert!(reader.metadata().num_row_groups() > 2);
+        assert!(reader.metadata().num_row_groups() > 1);
         let read: Vec<RecordBatch> = reader.build().unwrap().map(|b| b.unwrap()).collect();
         std::fs::remove_file(&path).ok();
-        let whole = events_batches(&capture, 0).unwrap();
         // Dictionaries differ (a file's per row group, a batch's per chunk): compared as text.
         let as_text = |batches: &[RecordBatch]| -> Vec<ArrayRef> {
             let batch = arrow::compute::concat_batches(&batches[0].schema(), batches).unwrap();
@@ -1237,10 +1286,10 @@ mod tests {
                 })
                 .collect()
         };
-        let (got, expected) = (as_text(&read), as_text(&whole));
-        assert!(expected[0].len() > 777 * 3, "{} events", expected[0].len());
-        for (field, (got, expected)) in contract.columns.iter().zip(got.iter().zip(&expected)) {
-            assert_eq!(got, expected, "column {}", field.name);
+        let (got, expected_columns) = (as_text(&read), as_text(expected));
+        assert!(expected_columns[0].len() > min_rows, "{} rows", expected_columns[0].len());
+        for (field, (got, expected)) in expected[0].schema().fields().iter().zip(got.iter().zip(&expected_columns)) {
+            assert_eq!(got, expected, "column {}", field.name());
         }
     }
 

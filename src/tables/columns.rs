@@ -7,18 +7,74 @@ use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Int32Type};
 use std::sync::Arc;
 
-/// One column of rows as the decoder holds them, for a writer that encodes them without an
-/// Arrow array in between (the `events` table: [`crate::tables::EventRows`]).
+/// One column of rows as the decoder and derive hold them, for a writer that encodes them
+/// without an Arrow array in between (ingest's `events` and `ops`: [`crate::tables::EventRows`],
+/// [`crate::tables::OpColumns`]).
 #[derive(Clone, Copy)]
 pub enum RowValues<'a> {
-    /// A name column's pool ids; an id the pool does not hold ([`crate::model::NO_STR`]) is null.
-    Names(&'a [u32]),
+    /// A name column: ids of `strings` (an id it does not hold, such as
+    /// [`crate::model::NO_STR`], is null).
+    Names {
+        ids: &'a [u32],
+        strings: &'a dyn Strings,
+    },
     /// 64-bit integers (a UInt64 column's as their bits); a value equal to `null` is null.
-    Ints { values: &'a [i64], null: Option<i64> },
+    Ints {
+        values: &'a [i64],
+        null: Option<i64>,
+    },
+    /// Float64 values; where `present` is given, a value is null where it says false.
+    Floats {
+        values: &'a [f64],
+        present: Option<&'a [bool]>,
+    },
+    Bools(&'a [bool]),
     /// A map of strings: row `i`'s entries are `entries[i]..entries[i + 1]` (so `entries`
-    /// has one more item than there are rows), entry `e` the key pool id `keys[e]` and the
-    /// value `value_bytes[value_offsets[e]..value_offsets[e + 1]]`.
-    TextMap { entries: &'a [u32], keys: &'a [u32], value_offsets: &'a [u32], value_bytes: &'a [u8] },
+    /// has one more item than there are rows), entry `e` the key `keys[e]` (an id of
+    /// `strings`) and the value `value_bytes[value_offsets[e]..value_offsets[e + 1]]`.
+    TextMap {
+        entries: &'a [u32],
+        keys: &'a [u32],
+        value_offsets: &'a [u32],
+        value_bytes: &'a [u8],
+        strings: &'a dyn Strings,
+    },
+}
+
+/// Strings that a name column's ids refer to: a capture's pool, a part's local strings
+/// (region paths, sources), the fixed texts of op labels.
+pub trait Strings: Sync {
+    /// The string of `id`; None past the strings held.
+    fn text(&self, id: u32) -> Option<&str>;
+    /// How many strings are held (ids `0..count`).
+    fn count(&self) -> usize;
+}
+
+impl Strings for StringPool {
+    fn text(&self, id: u32) -> Option<&str> {
+        self.get(id)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Strings for Vec<String> {
+    fn text(&self, id: u32) -> Option<&str> {
+        self.get(id as usize).map(String::as_str)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl<const N: usize> Strings for [&'static str; N] {
+    fn text(&self, id: u32) -> Option<&str> {
+        self.get(id as usize).copied()
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
 }
 
 /// A dictionary column of ids into `values`, shared with other columns and batches; an id

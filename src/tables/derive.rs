@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Label(u8);
 
-/// Every text a [`Label`] can hold.
-const LABEL_TEXTS: [&str; 14] = [
+/// Every text a [`Label`] can hold, in the order of their ids ([`Label::id`]).
+pub static LABEL_TEXTS: [&str; 14] = [
     "compute",
     "communication",
     "stall",
@@ -39,6 +39,10 @@ impl Label {
     }
     pub fn as_str(self) -> &'static str {
         LABEL_TEXTS[self.0 as usize]
+    }
+    /// Its place in [`LABEL_TEXTS`].
+    pub fn id(self) -> u32 {
+        self.0 as u32
     }
 }
 

@@ -96,21 +96,26 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
     // One values array for every local-string column of the part's tables.
     let locals = &local_strings(part);
-    let (ops, others) = crate::work_queue::join(
-        || ops_batch(capture, part, locals),
-        || -> Result<[RecordBatch; 5]> {
-            Ok([
-                collectives_batch(capture, part)?,
-                gaps_batch(capture, part, locals)?,
-                event_totals_batch(capture, part)?,
-                op_totals_batch(capture, part, locals)?,
-                gap_totals_batch(capture, part, locals)?,
-            ])
-        },
-    );
-    let [collectives, gaps, event_totals, op_totals, gap_totals] = others?;
-    let batches = [ops?, collectives, gaps, event_totals, op_totals, gap_totals];
-    Ok(RunTables::new(derive::PART_TABLES.into_iter().zip(batches).map(|(name, batch)| (name, vec![batch])).collect()))
+    let (ops, others) = crate::work_queue::join(|| ops_batch(capture, part, locals), || tables_beside_ops(capture, part, locals));
+    let mut tables = vec![("ops", vec![ops?])];
+    tables.append(&mut others?.tables);
+    Ok(RunTables::new(tables))
+}
+
+/// The part's tables but `ops` (which ingest writes from [`OpColumns`]).
+pub fn part_tables_beside_ops(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
+    tables_beside_ops(capture, part, &local_strings(part))
+}
+
+fn tables_beside_ops(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef) -> Result<RunTables> {
+    let batches = [
+        collectives_batch(capture, part)?,
+        gaps_batch(capture, part, locals)?,
+        event_totals_batch(capture, part)?,
+        op_totals_batch(capture, part, locals)?,
+        gap_totals_batch(capture, part, locals)?,
+    ];
+    Ok(RunTables::new(derive::PART_TABLES[1..].iter().copied().zip(batches).map(|(name, batch)| (name, vec![batch])).collect()))
 }
 
 /// The tables only the whole run knows: `runs`, `regions`, `steps`.
@@ -220,7 +225,8 @@ impl EventRows {
         refill(parent, c.parent[rows.clone()].iter().map(|&p| parent_id(capture, slice.part_base, p).unwrap_or(NULL_I64)));
         let [display_name, category, hlo_op, hlo_module, tf_op, src] = sparse_names;
         let [program_id, step, correlation_id, device_ordinal] = sparse_ints;
-        let names = |ids: &'s [u32]| RowValues::Names(ids);
+        let pool: &'s dyn Strings = &capture.strings;
+        let names = |ids: &'s [u32]| RowValues::Names { ids, strings: pool };
         let ints = |values: &'s [i64]| RowValues::Ints { values, null: None };
         let nullable_ints = |values: &'s [i64]| RowValues::Ints { values, null: Some(NULL_I64) };
         vec![
@@ -251,6 +257,7 @@ impl EventRows {
                 keys: &c.arg_key,
                 value_offsets: &c.arg_value_offsets,
                 value_bytes: &c.arg_value_bytes,
+                strings: pool,
             },
         ]
     }
@@ -381,33 +388,121 @@ fn local_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
     shared_dict(values, ids)
 }
 
+/// The `ops` table's columns, copied out of a part's op rows in one pass: `Op` rows are wide
+/// (~240 bytes), so each column then reads a compact vector instead of striding over every
+/// row again. Held as ids (of the pool, of the part's local strings, of [`derive::LABEL_TEXTS`])
+/// for ingest's writer ([`OpColumns::rows`]) and made Arrow arrays for analyses in memory
+/// ([`ops_batch`]).
+pub struct OpColumns {
+    /// host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, shape.
+    names: [Vec<u32>; 10],
+    /// region_path, source: ids of the part's local strings.
+    local_names: [Vec<u32>; 2],
+    /// category, collective_kind, pass (NO_STR: no label).
+    labels: [Vec<u32>; 3],
+    /// event_id, program_id, step, start_ns, dur_ns, self_ns, dur_ps.
+    ints: [Vec<i64>; 7],
+    /// flops, bytes_accessed, and whether each is known.
+    floats: [Vec<f64>; 2],
+    floats_known: [Vec<bool>; 2],
+    is_async: Vec<bool>,
+}
+
+impl OpColumns {
+    pub fn of(d: &derive::PartDerived) -> OpColumns {
+        let n = d.ops.len();
+        let mut c = OpColumns {
+            names: std::array::from_fn(|_| Vec::with_capacity(n)),
+            local_names: std::array::from_fn(|_| Vec::with_capacity(n)),
+            labels: std::array::from_fn(|_| Vec::with_capacity(n)),
+            ints: std::array::from_fn(|_| Vec::with_capacity(n)),
+            floats: std::array::from_fn(|_| Vec::with_capacity(n)),
+            floats_known: std::array::from_fn(|_| Vec::with_capacity(n)),
+            is_async: Vec::with_capacity(n),
+        };
+        for o in &d.ops {
+            for (col, v) in c.names.iter_mut().zip([o.host, o.device, o.line, o.name, o.hlo_op, o.hlo_module, o.opcode, o.hlo_category, o.tf_op, o.shape]) {
+                col.push(v);
+            }
+            for (col, v) in c.local_names.iter_mut().zip([o.region_path, o.source]) {
+                col.push(v);
+            }
+            for (col, v) in c.labels.iter_mut().zip([Some(o.category), o.collective_kind, Some(o.pass)]) {
+                col.push(v.map_or(NO_STR, Label::id));
+            }
+            for (col, v) in c.ints.iter_mut().zip([o.event_id, o.program_id, o.step, o.start_ns, o.dur_ns, o.self_ns, o.dur_ps]) {
+                col.push(v);
+            }
+            for ((col, known), v) in c.floats.iter_mut().zip(&mut c.floats_known).zip([o.flops, o.bytes_accessed]) {
+                col.push(v.unwrap_or(0.0));
+                known.push(v.is_some());
+            }
+            c.is_async.push(o.is_async);
+        }
+        c
+    }
+
+    pub fn len(&self) -> usize {
+        self.is_async.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.is_async.is_empty()
+    }
+
+    /// The columns in schema order, for [`crate::store::PartWriter::write_rows`].
+    pub fn rows<'s>(&'s self, capture: &'s Capture, d: &'s derive::PartDerived) -> Vec<RowValues<'s>> {
+        let pool: &'s dyn Strings = &capture.strings;
+        let locals: &'s dyn Strings = &d.strings.values;
+        let labels: &'s dyn Strings = &derive::LABEL_TEXTS;
+        let [host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, shape] = &self.names;
+        let [region_path, source] = &self.local_names;
+        let [category, collective_kind, pass] = &self.labels;
+        let [event_id, program_id, step, start_ns, dur_ns, self_ns, dur_ps] = &self.ints;
+        let [flops, bytes_accessed] = &self.floats;
+        let [flops_known, bytes_accessed_known] = &self.floats_known;
+        let names = |ids: &'s [u32], strings: &'s dyn Strings| RowValues::Names { ids, strings };
+        let ints = |values: &'s [i64]| RowValues::Ints { values, null: None };
+        let nullable_ints = |values: &'s [i64]| RowValues::Ints { values, null: Some(NULL_I64) };
+        let floats = |values: &'s [f64], known: &'s [bool]| RowValues::Floats { values, present: Some(known) };
+        vec![
+            ints(event_id),
+            names(host, pool),
+            names(device, pool),
+            names(line, pool),
+            names(name, pool),
+            names(hlo_op, pool),
+            names(hlo_module, pool),
+            nullable_ints(program_id),
+            names(opcode, pool),
+            names(category, labels),
+            names(hlo_category, pool),
+            names(collective_kind, labels),
+            names(tf_op, pool),
+            names(region_path, locals),
+            names(pass, labels),
+            nullable_ints(step),
+            ints(start_ns),
+            ints(dur_ns),
+            ints(self_ns),
+            ints(dur_ps),
+            names(shape, pool),
+            names(source, locals),
+            floats(flops, flops_known),
+            floats(bytes_accessed, bytes_accessed_known),
+            RowValues::Bools(&self.is_async),
+        ]
+    }
+}
+
 fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
-    // `Op` rows are wide (~240 bytes): their fields are copied out in one pass, so that each
-    // column below reads a compact vector instead of striding over every row again.
-    let n = d.ops.len();
-    let mut ids: [Vec<u32>; 12] = std::array::from_fn(|_| Vec::with_capacity(n));
-    let mut ints: [Vec<i64>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
-    let (mut category, mut collective_kind, mut pass) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    let (mut flops, mut bytes_accessed, mut is_async) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    for o in &d.ops {
-        for (col, v) in
-            ids.iter_mut().zip([o.host, o.device, o.line, o.name, o.hlo_op, o.hlo_module, o.opcode, o.hlo_category, o.tf_op, o.region_path, o.shape, o.source])
-        {
-            col.push(v);
-        }
-        for (col, v) in ints.iter_mut().zip([o.event_id, o.program_id, o.step, o.start_ns, o.dur_ns, o.self_ns, o.dur_ps]) {
-            col.push(v);
-        }
-        category.push(Some(o.category.as_str()));
-        collective_kind.push(o.collective_kind.map(Label::as_str));
-        pass.push(Some(o.pass.as_str()));
-        flops.push(o.flops);
-        bytes_accessed.push(o.bytes_accessed);
-        is_async.push(o.is_async);
-    }
-    let [host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, region_path, shape, source] = ids;
-    let [event_id, program_id, step, start_ns, dur_ns, self_ns, dur_ps] = ints;
+    let c = OpColumns::of(d);
+    let [host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, shape] = c.names;
+    let [region_path, source] = c.local_names;
+    let [event_id, program_id, step, start_ns, dur_ns, self_ns, dur_ps] = c.ints;
+    let label = |ids: &[u32]| static_dict(ids.iter().map(|&id| derive::LABEL_TEXTS.get(id as usize).copied()));
+    let float = |k: usize| nullable_f64s(c.floats[k].iter().zip(&c.floats_known[k]).map(|(&v, &known)| known.then_some(v)));
     batch(
         "ops",
         vec![
@@ -420,12 +515,12 @@ fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> R
             dict.encode(hlo_module.into_iter()),
             nullable_u64s(program_id.into_iter()),
             dict.encode(opcode.into_iter()),
-            static_dict(category.into_iter()),
+            label(&c.labels[0]),
             dict.encode(hlo_category.into_iter()),
-            static_dict(collective_kind.into_iter()),
+            label(&c.labels[1]),
             dict.encode(tf_op.into_iter()),
             local_dict(locals, region_path.into_iter()),
-            static_dict(pass.into_iter()),
+            label(&c.labels[2]),
             nullable_i64s(step.into_iter()),
             i64s(start_ns.into_iter()),
             i64s(dur_ns.into_iter()),
@@ -433,9 +528,9 @@ fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> R
             i64s(dur_ps.into_iter()),
             dict.encode(shape.into_iter()),
             local_dict(locals, source.into_iter()),
-            nullable_f64s(flops.into_iter()),
-            nullable_f64s(bytes_accessed.into_iter()),
-            Arc::new(BooleanArray::from(is_async)),
+            float(0),
+            float(1),
+            Arc::new(BooleanArray::from(c.is_async)),
         ],
     )
 }
