@@ -1,5 +1,5 @@
-//! One Parquet part file of a table, written a batch at a time, or (the `events` table) a
-//! slice of the decoder's own columns at a time ([`PartFile::write_rows`]).
+//! One Parquet part file of a table, written a batch at a time, or (ingest's `events` and `ops`)
+//! from the columns the decoder and derive hold ([`PartFile::write_rows`]).
 //!
 //! Why not arrow-rs's `ArrowWriter` alone: it dictionary-encodes a string column by hashing
 //! every row's value into its dictionary, even when the column arrives as a dictionary

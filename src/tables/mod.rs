@@ -180,7 +180,7 @@ pub struct EventSlice<'c> {
 
 /// The part's events in file order, as slices of at most `rows_per_slice` (ingest:
 /// [`EVENT_SLICE_ROWS`]), so that the `events` table can be built and written a slice at a
-/// time ([`events_slice_batch`]).
+/// time ([`EventRows`]).
 pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usize) -> Vec<EventSlice<'_>> {
     let bases = derive::chunk_bases(capture, first_event_id);
     let mut slices = Vec::new();
@@ -193,7 +193,7 @@ pub fn event_slices(capture: &Capture, first_event_id: i64, rows_per_slice: usiz
 }
 
 /// The `events` rows of slices, to be written without Arrow arrays ([`RowValues`], the
-/// columns in schema order, as [`events_batch`] builds them): what a chunk holds as the
+/// columns in schema order, as `events_batch` builds them): what a chunk holds as the
 /// table does (names, times, args) is lent as it is; the rest is built into buffers that
 /// are reused from slice to slice.
 #[derive(Default)]
@@ -392,7 +392,7 @@ fn local_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
 /// (~240 bytes), so each column then reads a compact vector instead of striding over every
 /// row again. Held as ids (of the pool, of the part's local strings, of [`derive::LABEL_TEXTS`])
 /// for ingest's writer ([`OpColumns::rows`]) and made Arrow arrays for analyses in memory
-/// ([`ops_batch`]).
+/// (`ops_batch`).
 pub struct OpColumns {
     /// host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, shape.
     names: [Vec<u32>; 10],
