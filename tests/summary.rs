@@ -510,10 +510,10 @@ fn shape_churn_recompilation_is_found() {
     assert_eq!(q["results"]["modules_with_several_programs"][0]["programs"], 4);
 }
 
-/// On a real H100 capture (JAX 0.11, XLA's GPU compiler: `PjRtStreamExecutorClient::
-/// CompileInternal`, `CompileToBackendResult` on compile-pool threads) compilation is found in
-/// the steps where the generator recorded a new shape, and not in the later step whose shape
-/// was already compiled (a jit cache hit).
+/// On a real H100 capture (JAX 0.11; XLA's GPU compiler shows as
+/// `PjRtStreamExecutorClient::CompileInternal`, and `CompileToBackendResult` on compile-pool
+/// threads) compilation is found in the steps where the generator recorded a new shape, and
+/// not in the later step whose shape was already compiled (a jit cache hit).
 #[test]
 fn gpu_recompilation_is_found_where_the_generator_compiled() {
     let dir = jax_gpu("shape_churn_small");
