@@ -406,12 +406,8 @@ struct NameColumn {
     page_rows_limit: usize,
     /// The chunk's dictionary: a value's id is its key.
     dictionary: StringPool,
-    /// The batch's dictionary keys, or pool ids, remapped to this column's (u32::MAX: not
-    /// seen yet).
-    remap: Vec<u32>,
-    /// What `remap` is keyed by: batches sharing their values array, and rows keyed by one
-    /// pool, keep one remap across the row group.
-    remapped: RemapSource,
+    /// The batch's dictionary keys, or string ids, mapped to this column's.
+    remap: KeyRemap,
     page_keys: Vec<u32>,
     /// Definition levels of the page's rows (1 present, 0 null), nullable columns only.
     page_levels: Vec<u8>,
@@ -433,8 +429,7 @@ impl NameColumn {
             data_encoding: props.dictionary_data_page_encoding(),
             page_rows_limit: props.data_page_row_count_limit().max(1),
             dictionary: StringPool::default(),
-            remap: Vec::new(),
-            remapped: RemapSource::Nothing,
+            remap: KeyRemap::default(),
             page_keys: Vec::new(),
             page_levels: Vec::new(),
             page_rows: 0,
@@ -449,10 +444,7 @@ impl NameColumn {
         if !nullable && dict.logical_null_count() > 0 {
             return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
         }
-        if !matches!(&self.remapped, RemapSource::Values(v) if Arc::ptr_eq(v, dict.values())) {
-            self.remap.clear();
-            self.remapped = RemapSource::Values(dict.values().clone());
-        }
+        self.remap.keyed_by(RemapSource::Values(dict.values().clone()));
         // Only as long as the keys in use need: a shared values array can be large, and a
         // column refers to few of its values.
         let needed = keys.values().iter().copied().max().map_or(0, |k| (k.max(0) as usize + 1).min(values.len()));
@@ -467,11 +459,7 @@ impl NameColumn {
 
     /// Adds rows of ids of `strings` (an id it does not hold is null).
     fn write_ids(&mut self, ids: &[u32], strings: &dyn Strings) -> Result<()> {
-        let source = strings_address(strings);
-        if !matches!(self.remapped, RemapSource::Strings(a) if a == source) {
-            self.remap.clear();
-            self.remapped = RemapSource::Strings(source);
-        }
+        self.remap.keyed_by(RemapSource::Strings(strings_address(strings)));
         let held = strings.count();
         let needed = ids.iter().copied().filter(|&id| (id as usize) < held).max().map_or(0, |id| id as usize + 1);
         self.push_rows(ids.len(), needed, |r| Some(ids[r] as usize).filter(|&id| id < held), |id| strings.text(id as u32).unwrap_or(""))
@@ -481,9 +469,7 @@ impl NameColumn {
     /// first time a key is met in the row group), or null where `key_at` gives none. Keys
     /// are below `needed`.
     fn push_rows<'v>(&mut self, len: usize, needed: usize, key_at: impl Fn(usize) -> Option<usize>, value_of: impl Fn(usize) -> &'v str) -> Result<()> {
-        if self.remap.len() < needed {
-            self.remap.resize(needed, u32::MAX);
-        }
+        self.remap.room_for(needed);
         let nullable = self.pages.descr.max_def_level() > 0;
         let mut row = 0;
         while row < len {
@@ -492,15 +478,7 @@ impl NameColumn {
             for r in row..row + rows {
                 match key_at(r) {
                     Some(key) => {
-                        let k = match self.remap[key] {
-                            u32::MAX => {
-                                let k = self.dictionary.intern(value_of(key));
-                                self.remap[key] = k;
-                                k
-                            }
-                            k => k,
-                        };
-                        self.page_keys.push(k);
+                        self.page_keys.push(self.remap.key(&mut self.dictionary, key, || value_of(key)));
                         if nullable {
                             self.page_levels.push(1);
                         }
@@ -540,8 +518,56 @@ impl NameColumn {
     }
 }
 
-/// What a name column's key remap is keyed by.
+/// Ids of some strings (a batch dictionary's keys, or ids of [`Strings`]) mapped to a column
+/// chunk's dictionary keys, kept from batch to batch of a row group while they refer to the
+/// same strings: a distinct string is interned once, a row costs one table lookup.
+#[derive(Default)]
+struct KeyRemap {
+    /// The dictionary key of each id (u32::MAX: not met yet).
+    keys: Vec<u32>,
+    source: RemapSource,
+}
+
+impl KeyRemap {
+    /// Starts over unless the ids are of the strings it already maps.
+    fn keyed_by(&mut self, source: RemapSource) {
+        let same = match (&self.source, &source) {
+            (RemapSource::Values(a), RemapSource::Values(b)) => Arc::ptr_eq(a, b),
+            (RemapSource::Strings(a), RemapSource::Strings(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            self.keys.clear();
+            self.source = source;
+        }
+    }
+
+    /// Room for ids below `ids`: only as many as the ids in use need, since the strings can
+    /// be many more than a column refers to.
+    fn room_for(&mut self, ids: usize) {
+        if self.keys.len() < ids {
+            self.keys.resize(ids, u32::MAX);
+        }
+    }
+
+    /// The dictionary key of `id` (below [`KeyRemap::room_for`]'s), interning `text()` the
+    /// first time the row group meets it.
+    fn key<'v>(&mut self, dictionary: &mut StringPool, id: usize, text: impl FnOnce() -> &'v str) -> u32 {
+        match self.keys[id] {
+            u32::MAX => {
+                let k = dictionary.intern(text());
+                self.keys[id] = k;
+                k
+            }
+            k => k,
+        }
+    }
+}
+
+/// What a [`KeyRemap`]'s ids are of.
+#[derive(Default)]
 enum RemapSource {
+    #[default]
     Nothing,
     /// The keys of batches over this dictionary values array (held, so that its memory is
     /// never another array's while compared).
@@ -878,10 +904,8 @@ struct TextMapColumn {
     page_bytes_limit: usize,
     /// The chunk's dictionary: a value's id is its key.
     dictionary: StringPool,
-    /// Ids of keys remapped to the dictionary's (u32::MAX: not seen yet), and the address of
-    /// the strings they are ids of (the same for every call of one file: [`PartFile::write_rows`]).
-    key_remap: Vec<u32>,
-    remapped_strings: Option<usize>,
+    /// Key ids mapped to the dictionary's (rows written from string ids).
+    key_remap: KeyRemap,
     /// Per level of the page: repetition (1 for an entry after its row's first) and the
     /// value's definition (0 a row without entries, 1 a null value, 2 a value).
     page_repetition: Vec<u8>,
@@ -911,8 +935,7 @@ impl TextMapColumn {
             page_rows_limit: props.data_page_row_count_limit().max(1),
             page_bytes_limit: props.data_page_size_limit().max(1),
             dictionary: StringPool::default(),
-            key_remap: Vec::new(),
-            remapped_strings: None,
+            key_remap: KeyRemap::default(),
             page_repetition: Vec::new(),
             page_definition: Vec::new(),
             page_keys: Vec::new(),
@@ -932,7 +955,7 @@ impl TextMapColumn {
         self.push_rows(
             map.len(),
             |row| offsets[row] as usize..offsets[row + 1] as usize,
-            |dictionary, _, entry| Ok(dictionary.intern(keys.value(entry))),
+            |dictionary, _, entry| dictionary.intern(keys.value(entry)),
             |entry| Ok(values.is_valid(entry).then(|| values.value(entry).as_bytes())),
         )
     }
@@ -945,24 +968,19 @@ impl TextMapColumn {
         if entries.windows(2).any(|w| w[0] > w[1]) || entries.last().is_some_and(|&end| end as usize > keys.len()) {
             return Err(bad("map entries out of order or past the keys"));
         }
-        let source = strings_address(strings);
-        if self.remapped_strings != Some(source) {
-            self.key_remap.clear();
-            self.remapped_strings = Some(source);
+        let used = entries.first().zip(entries.last()).map_or(&keys[..0], |(&first, &end)| &keys[first as usize..end as usize]);
+        let needed = used.iter().max().map_or(0, |&id| id as usize + 1);
+        if needed > strings.count() {
+            return Err(bad("a key past the strings held"));
         }
+        self.key_remap.keyed_by(RemapSource::Strings(strings_address(strings)));
+        self.key_remap.room_for(needed);
         self.push_rows(
             entries.len().saturating_sub(1),
             |row| entries[row] as usize..entries[row + 1] as usize,
             |dictionary, remap, entry| {
                 let id = keys[entry] as usize;
-                if id >= remap.len() {
-                    let value = strings.text(id as u32).ok_or_else(|| bad("a key past the strings held"))?;
-                    remap.resize(id + 1, u32::MAX);
-                    remap[id] = dictionary.intern(value);
-                } else if remap[id] == u32::MAX {
-                    remap[id] = dictionary.intern(strings.text(id as u32).ok_or_else(|| bad("a key past the strings held"))?);
-                }
-                Ok(remap[id])
+                remap.key(dictionary, id, || strings.text(id as u32).unwrap_or(""))
             },
             |entry| {
                 let range = value_offsets.get(entry..entry + 2).ok_or_else(|| bad("a value past the value offsets"))?;
@@ -977,7 +995,7 @@ impl TextMapColumn {
         &mut self,
         rows: usize,
         entries: impl Fn(usize) -> std::ops::Range<usize>,
-        mut key: impl FnMut(&mut StringPool, &mut Vec<u32>, usize) -> Result<u32>,
+        mut key: impl FnMut(&mut StringPool, &mut KeyRemap, usize) -> u32,
         value: impl Fn(usize) -> Result<Option<&'v [u8]>>,
     ) -> Result<()> {
         for row in 0..rows {
@@ -989,7 +1007,7 @@ impl TextMapColumn {
             }
             for entry in entries {
                 self.page_repetition.push((entry > first) as u8);
-                self.page_keys.push(key(&mut self.dictionary, &mut self.key_remap, entry)?);
+                self.page_keys.push(key(&mut self.dictionary, &mut self.key_remap, entry));
                 match value(entry)? {
                     Some(value) => {
                         self.page_definition.push(2);

@@ -41,6 +41,17 @@ pub enum RowValues<'a> {
     },
 }
 
+impl<'a> RowValues<'a> {
+    /// Integers without nulls.
+    pub fn ints(values: &'a [i64]) -> RowValues<'a> {
+        RowValues::Ints { values, null: None }
+    }
+    /// Integers where [`NULL_I64`] is null (the decoder's and derive's sentinel).
+    pub fn nullable_ints(values: &'a [i64]) -> RowValues<'a> {
+        RowValues::Ints { values, null: Some(NULL_I64) }
+    }
+}
+
 /// Strings that a name column's ids refer to: a capture's pool, a part's local strings
 /// (region paths, sources), the fixed texts of op labels.
 pub trait Strings: Sync {

@@ -227,8 +227,7 @@ impl EventRows {
         let [program_id, step, correlation_id, device_ordinal] = sparse_ints;
         let pool: &'s dyn Strings = &capture.strings;
         let names = |ids: &'s [u32]| RowValues::Names { ids, strings: pool };
-        let ints = |values: &'s [i64]| RowValues::Ints { values, null: None };
-        let nullable_ints = |values: &'s [i64]| RowValues::Ints { values, null: Some(NULL_I64) };
+        let (ints, nullable_ints) = (RowValues::ints, RowValues::nullable_ints);
         vec![
             ints(event_id),
             names(host),
@@ -462,8 +461,7 @@ impl OpColumns {
         let [flops, bytes_accessed] = &self.floats;
         let [flops_known, bytes_accessed_known] = &self.floats_known;
         let names = |ids: &'s [u32], strings: &'s dyn Strings| RowValues::Names { ids, strings };
-        let ints = |values: &'s [i64]| RowValues::Ints { values, null: None };
-        let nullable_ints = |values: &'s [i64]| RowValues::Ints { values, null: Some(NULL_I64) };
+        let (ints, nullable_ints) = (RowValues::ints, RowValues::nullable_ints);
         let floats = |values: &'s [f64], known: &'s [bool]| RowValues::Floats { values, present: Some(known) };
         vec![
             ints(event_id),
