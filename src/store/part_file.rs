@@ -449,15 +449,12 @@ impl NameColumn {
             return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
         }
         self.remap.keyed_by(RemapSource::Values(dict.values().clone()));
-        // Only as long as the keys in use need: a shared values array can be large, and a
-        // column refers to few of its values.
-        let needed = keys.values().iter().copied().max().map_or(0, |k| (k.max(0) as usize + 1).min(values.len()));
         let key_values = keys.values();
         if keys.null_count() == 0 && values.null_count() == 0 {
-            self.push_rows(dict.len(), needed, |r| Some(key_values[r] as usize), |key| values.value(key))
+            self.push_rows(dict.len(), |r| Some(key_values[r] as usize), |key| values.value(key))
         } else {
             let key_at = |r: usize| Some(key_values[r] as usize).filter(|&key| keys.is_valid(r) && values.is_valid(key));
-            self.push_rows(dict.len(), needed, key_at, |key| values.value(key))
+            self.push_rows(dict.len(), key_at, |key| values.value(key))
         }
     }
 
@@ -465,17 +462,12 @@ impl NameColumn {
     fn write_ids(&mut self, ids: &[u32], strings: &dyn Strings) -> Result<()> {
         self.remap.keyed_by(RemapSource::Strings(strings_address(strings)));
         let held = strings.count();
-        // A select and a max, which vectorize (a filtered max did not: ~2 % of an ingest).
-        let held_ids = held.min(u32::MAX as usize) as u32;
-        let needed = ids.iter().fold(0, |needed, &id| needed.max(if id < held_ids { id + 1 } else { 0 })) as usize;
-        self.push_rows(ids.len(), needed, |r| Some(ids[r] as usize).filter(|&id| id < held), |id| strings.text(id as u32).unwrap_or(""))
+        self.push_rows(ids.len(), |r| Some(ids[r] as usize).filter(|&id| id < held), |id| strings.text(id as u32).unwrap_or(""))
     }
 
     /// Adds `len` rows: row `r` is the value of key `key_at(r)` (`value_of` gives it, the
-    /// first time a key is met in the row group), or null where `key_at` gives none. Keys
-    /// are below `needed`.
-    fn push_rows<'v>(&mut self, len: usize, needed: usize, key_at: impl Fn(usize) -> Option<usize>, value_of: impl Fn(usize) -> &'v str) -> Result<()> {
-        self.remap.room_for(needed);
+    /// first time a key is met in the row group), or null where `key_at` gives none.
+    fn push_rows<'v>(&mut self, len: usize, key_at: impl Fn(usize) -> Option<usize>, value_of: impl Fn(usize) -> &'v str) -> Result<()> {
         let nullable = self.pages.descr.max_def_level() > 0;
         let mut row = 0;
         while row < len {
@@ -548,17 +540,13 @@ impl KeyRemap {
         }
     }
 
-    /// Room for ids below `ids`: only as many as the ids in use need, since the strings can
-    /// be many more than a column refers to.
-    fn room_for(&mut self, ids: usize) {
-        if self.keys.len() < ids {
-            self.keys.resize(ids, u32::MAX);
-        }
-    }
-
-    /// The dictionary key of `id` (below [`KeyRemap::room_for`]'s), interning `text()` the
-    /// first time the row group meets it.
+    /// The dictionary key of `id`, interning `text()` the first time the row group meets it.
     fn key<'v>(&mut self, dictionary: &mut StringPool, id: usize, text: impl FnOnce() -> &'v str) -> u32 {
+        if id >= self.keys.len() {
+            // As far as the ids in use reach (a column refers to few of the strings, which
+            // can be many), found as rows come rather than by a pass over them first.
+            self.keys.resize(id + 1 + id / 8, u32::MAX);
+        }
         match self.keys[id] {
             u32::MAX => {
                 let k = dictionary.intern(text());
@@ -987,7 +975,6 @@ impl TextMapColumn {
             return Err(bad("a key past the strings held"));
         }
         self.key_remap.keyed_by(RemapSource::Strings(strings_address(strings)));
-        self.key_remap.room_for(needed);
         self.push_rows(
             entries.len().saturating_sub(1),
             |row| entries[row] as usize..entries[row + 1] as usize,
