@@ -1,6 +1,6 @@
 //! Store: runs as a hive-partitioned Parquet dataset, written atomically.
 //!
-//! Layout: `<store>/<table>/run_id=<id>/part-<k>.parquet` (zstd; large tables in several parts). A run is staged whole in
+//! Layout: `<store>/<table>/run_id=<id>/part-<k>.parquet` (zstd where it pays; large tables in several parts). A run is staged whole in
 //! `<store>/.staging/<unique>/` and then renamed into place table by table, `runs` last:
 //! a run is visible only once its `runs` partition exists, and the next writer removes
 //! partitions left without one (a killed ingest) and stale staging directories. Writers
