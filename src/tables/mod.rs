@@ -213,14 +213,15 @@ impl EventRows {
         let (c, rows) = (slice.chunk, slice.rows.clone());
         let EventRows { event_id, line_names, line_id, depth, parent, sparse_names, sparse_ints } = self;
         refill(event_id, rows.clone().map(|i| slice.base + i as i64));
-        let lines = &c.line[rows.clone()];
+        // A line's events are consecutive: its columns are filled run by run.
+        let line_runs = runs_of(&c.line[rows.clone()]);
         let [host, plane, device, line] = line_names;
         let plane_of = |l: u32| &capture.planes[capture.lines[l as usize].plane as usize];
-        refill(host, lines.iter().map(|&l| plane_of(l).host));
-        refill(plane, lines.iter().map(|&l| plane_of(l).name));
-        refill(device, lines.iter().map(|&l| plane_of(l).device));
-        refill(line, lines.iter().map(|&l| capture.lines[l as usize].name));
-        refill(line_id, lines.iter().map(|&l| capture.lines[l as usize].line_id));
+        refill_runs(host, &line_runs, |l| plane_of(l).host);
+        refill_runs(plane, &line_runs, |l| plane_of(l).name);
+        refill_runs(device, &line_runs, |l| plane_of(l).device);
+        refill_runs(line, &line_runs, |l| capture.lines[l as usize].name);
+        refill_runs(line_id, &line_runs, |l| capture.lines[l as usize].line_id);
         refill(depth, c.depth[rows.clone()].iter().map(|&d| d as i64));
         refill(parent, c.parent[rows.clone()].iter().map(|&p| parent_id(capture, slice.part_base, p).unwrap_or(NULL_I64)));
         let [display_name, category, hlo_op, hlo_module, tf_op, src] = sparse_names;
@@ -268,13 +269,37 @@ fn refill<T>(buffer: &mut Vec<T>, values: impl Iterator<Item = T>) {
     buffer.extend(values);
 }
 
+/// `values` as runs of equal values: (value, length).
+fn runs_of(values: &[u32]) -> Vec<(u32, usize)> {
+    let mut runs: Vec<(u32, usize)> = Vec::new();
+    for &v in values {
+        match runs.last_mut() {
+            Some((last, length)) if *last == v => *length += 1,
+            _ => runs.push((v, 1)),
+        }
+    }
+    runs
+}
+
+/// `buffer` holding `value_of(v)` for each value `v` of `runs`, as often as the run is long.
+fn refill_runs<T: Clone>(buffer: &mut Vec<T>, runs: &[(u32, usize)], value_of: impl Fn(u32) -> T) {
+    buffer.clear();
+    for &(v, length) in runs {
+        buffer.resize(buffer.len() + length, value_of(v));
+    }
+}
+
 /// A sparse column's values of `rows`: lent from the column where it holds them all, else
 /// copied into `buffer` with the nulls past what it holds.
 fn dense<'a, T: Nullable>(column: &'a SparseColumn<T>, rows: std::ops::Range<usize>, buffer: &'a mut Vec<T>) -> &'a [T] {
-    match column.held().get(rows.clone()) {
+    let held = column.held();
+    match held.get(rows.clone()) {
         Some(held) => held,
         None => {
-            refill(buffer, column.range(rows));
+            // What it holds of the rows, then nulls: a copy and a fill, not a lookup a row.
+            buffer.clear();
+            buffer.extend_from_slice(held.get(rows.start..held.len().clamp(rows.start, rows.end)).unwrap_or_default());
+            buffer.resize(rows.len(), T::NULL);
             buffer
         }
     }
