@@ -779,15 +779,13 @@ impl<V: Scalar> ScalarColumn<V> {
                     self.page_values.extend_from_slice(&values[row..row + rows]);
                 }
                 Some(present) => {
-                    for (r, &value) in values.iter().enumerate().skip(row).take(rows) {
-                        let present = present(r);
-                        self.page_levels.push(present as u8);
-                        if present {
-                            self.page_values.push(value);
-                        } else {
-                            self.nulls += 1;
-                        }
-                    }
+                    // Levels, then the present values: two passes without a branch a row to
+                    // mispredict where nulls and values alternate.
+                    let levels_from = self.page_levels.len();
+                    self.page_levels.extend((row..row + rows).map(|r| present(r) as u8));
+                    let present_rows: usize = self.page_levels[levels_from..].iter().map(|&l| l as usize).sum();
+                    self.page_values.extend(values[row..row + rows].iter().zip(&self.page_levels[levels_from..]).filter(|(_, &l)| l == 1).map(|(&v, _)| v));
+                    self.nulls += (rows - present_rows) as u64;
                 }
             }
             self.note_min_max(first_new);
@@ -1175,18 +1173,26 @@ fn hybrid_sections(
 }
 
 /// Packs `count` values (zeros past the slice; `count` a multiple of eight) at `width` ≤ 32
-/// bits each, least significant bit first, four bytes at a time.
+/// bits each, least significant bit first, eight bytes at a time.
 fn bit_pack<T: Copy + Into<u32>>(values: &[T], count: usize, width: u8, out: &mut Vec<u8>) {
     out.reserve(count * width as usize / 8);
+    let width = width as u32;
     let (mut acc, mut bits) = (0u64, 0u32);
-    for v in values.iter().map(|&v| v.into()).chain(std::iter::repeat(0)).take(count) {
-        acc |= (v as u64) << bits;
-        bits += width as u32;
-        if bits >= 32 {
-            out.extend_from_slice(&(acc as u32).to_le_bytes());
-            acc >>= 32;
-            bits -= 32;
+    // A value's bits go into the word being filled, and those that do not fit start the next.
+    let mut put = |v: u64| {
+        acc |= v << bits;
+        bits += width;
+        if bits >= 64 {
+            out.extend_from_slice(&acc.to_le_bytes());
+            bits -= 64;
+            acc = if bits == 0 { 0 } else { v >> (width - bits) };
         }
+    };
+    for &v in values.iter().take(count) {
+        put(v.into() as u64);
+    }
+    for _ in values.len().min(count)..count {
+        put(0);
     }
     // Eight values fill whole bytes: what is left is whole bytes too.
     out.extend_from_slice(&acc.to_le_bytes()[..(bits / 8) as usize]);
