@@ -453,10 +453,15 @@ impl EventChunk {
 
     /// The chunk's lines in order, each with the range of its events.
     pub fn line_runs(&self) -> impl Iterator<Item = (u32, std::ops::Range<usize>)> + '_ {
-        let mut start = 0;
+        self.line_runs_in(0..self.len())
+    }
+
+    /// [`EventChunk::line_runs`] within events `rows`: a line's range there is cut to them.
+    pub fn line_runs_in(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = (u32, std::ops::Range<usize>)> + '_ {
+        let mut start = rows.start;
         std::iter::from_fn(move || {
-            let &line = self.line.get(start)?;
-            let end = start + self.line[start..].iter().position(|&l| l != line).unwrap_or(self.line.len() - start);
+            let &line = self.line[..rows.end].get(start)?;
+            let end = start + self.line[start..rows.end].iter().position(|&l| l != line).unwrap_or(rows.end - start);
             let run = start..end;
             start = end;
             Some((line, run))

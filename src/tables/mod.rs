@@ -214,7 +214,7 @@ impl EventRows {
         let EventRows { event_id, line_names, line_id, depth, parent, sparse_names, sparse_ints } = self;
         refill(event_id, rows.clone().map(|i| slice.base + i as i64));
         // A line's events are consecutive: its columns are filled run by run.
-        let line_runs = runs_of(&c.line[rows.clone()]);
+        let line_runs: Vec<_> = c.line_runs_in(rows.clone()).collect();
         let [host, plane, device, line] = line_names;
         let plane_of = |l: u32| &capture.planes[capture.lines[l as usize].plane as usize];
         refill_runs(host, &line_runs, |l| plane_of(l).host);
@@ -269,23 +269,11 @@ fn refill<T>(buffer: &mut Vec<T>, values: impl Iterator<Item = T>) {
     buffer.extend(values);
 }
 
-/// `values` as runs of equal values: (value, length).
-fn runs_of(values: &[u32]) -> Vec<(u32, usize)> {
-    let mut runs: Vec<(u32, usize)> = Vec::new();
-    for &v in values {
-        match runs.last_mut() {
-            Some((last, length)) if *last == v => *length += 1,
-            _ => runs.push((v, 1)),
-        }
-    }
-    runs
-}
-
-/// `buffer` holding `value_of(v)` for each value `v` of `runs`, as often as the run is long.
-fn refill_runs<T: Clone>(buffer: &mut Vec<T>, runs: &[(u32, usize)], value_of: impl Fn(u32) -> T) {
+/// `buffer` holding `value_of(line)` for each event of each run of a line.
+fn refill_runs<T: Clone>(buffer: &mut Vec<T>, line_runs: &[(u32, std::ops::Range<usize>)], value_of: impl Fn(u32) -> T) {
     buffer.clear();
-    for &(v, length) in runs {
-        buffer.resize(buffer.len() + length, value_of(v));
+    for (line, events) in line_runs {
+        buffer.resize(buffer.len() + events.len(), value_of(*line));
     }
 }
 
