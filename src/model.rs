@@ -128,9 +128,11 @@ impl<T: Nullable> SparseColumn<T> {
             self.values.push(value);
         }
     }
-    /// The values of events `rows`.
+    /// The values of events `rows`: what it holds of them, then nulls (a copy and a fill,
+    /// not a lookup an event).
     pub fn range(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = T> + '_ {
-        rows.map(|i| self.get(i))
+        let held = self.values.get(rows.start..self.values.len().clamp(rows.start, rows.end)).unwrap_or_default();
+        held.iter().copied().chain(std::iter::repeat_n(T::NULL, rows.len() - held.len()))
     }
     /// The values held (events `0..k`; every later event is null).
     pub fn held(&self) -> &[T] {

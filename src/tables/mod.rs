@@ -280,14 +280,10 @@ fn refill_runs<T: Clone>(buffer: &mut Vec<T>, line_runs: &[(u32, std::ops::Range
 /// A sparse column's values of `rows`: lent from the column where it holds them all, else
 /// copied into `buffer` with the nulls past what it holds.
 fn dense<'a, T: Nullable>(column: &'a SparseColumn<T>, rows: std::ops::Range<usize>, buffer: &'a mut Vec<T>) -> &'a [T] {
-    let held = column.held();
-    match held.get(rows.clone()) {
+    match column.held().get(rows.clone()) {
         Some(held) => held,
         None => {
-            // What it holds of the rows, then nulls: a copy and a fill, not a lookup a row.
-            buffer.clear();
-            buffer.extend_from_slice(held.get(rows.start..held.len().clamp(rows.start, rows.end)).unwrap_or_default());
-            buffer.resize(rows.len(), T::NULL);
+            refill(buffer, column.range(rows));
             buffer
         }
     }
