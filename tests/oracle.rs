@@ -278,7 +278,7 @@ fn gpu_hlo_stats_match_xprof() {
 /// own HLO instruction, and XProf's hlo_stats lists them: profq's ops agree per (program, op).
 #[test]
 fn jax_gpu_hlo_stats_without_command_buffers_match_xprof() {
-    for name in ["host_bound_gappy_nocb", "mlp_train_nocb", "transformer_lm_nocb", "transformer_lm_wide_nocb"] {
+    for name in ["host_bound_gappy_nocb", "mlp_train_nocb", "scan_remat_nocb", "transformer_lm_nocb", "transformer_lm_wide_nocb"] {
         check_hlo_stats(&jax_gpu(name));
     }
 }

@@ -167,21 +167,24 @@ fn kineto_kernels_belong_to_the_step_that_launched_them() {
     assert!(ops.iter().all(|r| as_str(&r["region_path"]) == "forward/aten::mm"), "{ops:?}");
 }
 
-/// Layers under `jax.checkpoint` inside a `jax.lax.scan` (tests/data/jax_cpu/scan_remat): the
-/// backward of a checkpointed layer runs under its `checkpoint` scope and the recomputed forward
-/// under `rematted_computation`. Only the recomputation is the remat pass.
+/// Layers under `jax.checkpoint` inside a `jax.lax.scan` (`scan_remat`, on CPU and on an NVIDIA GPU
+/// with command buffers off, where every kernel names its HLO instruction): the backward of a
+/// checkpointed layer runs under its `checkpoint` scope and the recomputed forward under
+/// `rematted_computation`. Only the recomputation is the remat pass.
 #[test]
 fn scanned_remat_layers_separate_recomputation_from_backward() {
-    let store = temp_dir("scan_remat");
-    ingest(&store, &xplane_of(&jax_cpu("scan_remat")), "r");
-    let misplaced = sql(&store, "SELECT count(*) AS n FROM ops WHERE (pass = 'remat') <> (tf_op LIKE '%/rematted_computation/%')");
-    assert_eq!(as_i64(&misplaced[0]["n"]), 0);
-    let passes = sql(&store, "SELECT pass, sum(self_ns) AS ns FROM ops WHERE region_path LIKE '%/layer/mlp/%' GROUP BY pass ORDER BY pass");
-    let by_pass: Vec<(&str, i64)> = passes.iter().map(|r| (as_str(&r["pass"]), as_i64(&r["ns"]))).collect();
-    assert_eq!(by_pass.iter().map(|p| p.0).collect::<Vec<_>>(), ["backward", "forward", "remat"], "{by_pass:?}");
-    // The recomputation repeats the layers' forward: about as long, far shorter than the backward.
-    let ns = |pass: &str| by_pass.iter().find(|p| p.0 == pass).unwrap().1;
-    assert!(ns("remat") < ns("backward"), "{by_pass:?}");
+    for dir in [jax_cpu("scan_remat"), jax_gpu("scan_remat_nocb")] {
+        let store = temp_dir("scan_remat");
+        ingest(&store, &xplane_of(&dir), "r");
+        let misplaced = sql(&store, "SELECT count(*) AS n FROM ops WHERE (pass = 'remat') <> (tf_op LIKE '%/rematted_computation/%')");
+        assert_eq!(as_i64(&misplaced[0]["n"]), 0, "{dir:?}");
+        let passes = sql(&store, "SELECT pass, sum(self_ns) AS ns FROM ops WHERE region_path LIKE '%/layer/mlp/%' GROUP BY pass ORDER BY pass");
+        let by_pass: Vec<(&str, i64)> = passes.iter().map(|r| (as_str(&r["pass"]), as_i64(&r["ns"]))).collect();
+        assert_eq!(by_pass.iter().map(|p| p.0).collect::<Vec<_>>(), ["backward", "forward", "remat"], "{dir:?}: {by_pass:?}");
+        // The recomputation repeats the layers' forward: about as long, far shorter than the backward.
+        let ns = |pass: &str| by_pass.iter().find(|p| p.0 == pass).unwrap().1;
+        assert!(ns("remat") < ns("backward"), "{dir:?}: {by_pass:?}");
+    }
 }
 
 #[test]

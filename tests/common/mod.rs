@@ -25,6 +25,8 @@ pub const JAX_GPU_CAPTURES: &[&str] = &[
     "mlp_before",
     "mlp_train",
     "mlp_train_nocb",
+    "scan_remat",
+    "scan_remat_nocb",
     "shape_churn_small",
     "transformer_lm",
     "transformer_lm_nocb",
