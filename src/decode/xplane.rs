@@ -1118,6 +1118,22 @@ fn set_typed_column(chunk: &mut EventChunk, i: usize, role: Role, key: u8, raw: 
     }
 }
 
+/// Adds a varint-valued stat of the `Arg` role as [`apply_stat`] would, its text written
+/// straight into the chunk's arg bytes: a CPU capture's flow ids (`_p`, `_c`, ...) are most
+/// of its stats. False for any other role, which the caller then takes.
+#[inline]
+fn push_varint_arg(chunk: &mut EventChunk, info: StatInfo, key: u8, raw: u64, stats: &IdMap<StatInfo>, pool: &StringPool) -> bool {
+    if info.role != Role::Arg {
+        return false;
+    }
+    match key {
+        0x18 => chunk.push_arg(info.name, itoa::Buffer::new().format(raw)),
+        0x20 => chunk.push_arg(info.name, itoa::Buffer::new().format(raw as i64)),
+        _ => chunk.push_arg(info.name, pool.get(stats.get(raw as i64).map_or(NO_STR, |target| target.name)).unwrap_or("")),
+    }
+    true
+}
+
 /// Sets event `i`'s column of a string role (hlo_op, hlo_module, _src, tf_op).
 #[inline]
 fn set_string_column(chunk: &mut EventChunk, i: usize, role: Role, id: u32) {
@@ -1250,7 +1266,7 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
                     // Typed columns set from a reference or an integer (hlo_op, hlo_module,
                     // program_id, step, …: most stats that are read) straight from the bytes.
                     if let Some((key, raw)) = usual_varint_value(bytes, pos) {
-                        if set_typed_column(&mut chunk, i, info.role, key, raw, &ctx.stats) {
+                        if set_typed_column(&mut chunk, i, info.role, key, raw, &ctx.stats) || push_varint_arg(&mut chunk, info, key, raw, &ctx.stats, pool) {
                             seen.push(info.name);
                             continue;
                         }
