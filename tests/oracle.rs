@@ -147,6 +147,45 @@ fn gpu_kernels_in_command_buffers_are_reported() {
     assert_eq!(summarize(&json, &[])["trace_overview"]["quality_warnings"], serde_json::json!([]));
 }
 
+/// A profile taken with `enable_hlo_proto=False` holds no HLO (XProf's hlo_stats is then empty):
+/// its ops keep their kernels' times and stats, have no opcode, and the run says so, with the
+/// programs concerned and, where the step ran as a CUDA graph, that its kernels have no scope.
+/// The autotuner's candidate programs of an in-step compile hold no HLO either.
+#[test]
+fn gpu_ops_of_programs_without_hlo_are_reported() {
+    let without_hlo = |name: &str| {
+        let dir = jax_gpu(name);
+        let store = temp_dir("nohlo");
+        ingest(&store, &xplane_of(&dir), "r");
+        let ops = sql(&store, "SELECT count(*) AS n, count(opcode) AS with_opcode, count(*) FILTER (WHERE pass <> 'other') AS with_pass FROM ops");
+        let warnings = sql(&store, "SELECT w FROM (SELECT unnest(quality_warnings) AS w FROM runs) WHERE w LIKE '%whose HLO the profile does not hold%'");
+        let counts = (as_i64(&ops[0]["n"]), as_i64(&ops[0]["with_opcode"]), as_i64(&ops[0]["with_pass"]));
+        (counts, warnings.iter().map(|r| as_str(&r["w"]).to_string()).collect::<Vec<_>>(), dir)
+    };
+    for name in ["transformer_lm_nohlo_h200", "transformer_lm_nohlo_nocb_h200"] {
+        let ((ops, with_opcode, with_pass), warnings, dir) = without_hlo(name);
+        assert!(read_json(&dir.join("oracle/cli_get_hlo_stats.json"))["records"].as_array().unwrap().is_empty(), "{name}");
+        assert_eq!(with_opcode, 0, "{name}");
+        assert_eq!(warnings.len(), 1, "{name}: {warnings:?}");
+        let w = &warnings[0];
+        assert!(w.starts_with(&format!("{ops} XLA ops (100.0% of op time) ran in a program whose HLO the profile does not hold (jit_train_step)")), "{w}");
+        if name.ends_with("_nocb_h200") {
+            // Each kernel's `name` stat still gives its scope range, so passes survive.
+            assert!(with_pass > ops / 2, "{name}: {with_pass} of {ops} ops have a pass");
+            assert!(!w.contains("CUDA graphs"), "{w}");
+        } else {
+            assert_eq!(with_pass, 0, "{name}: inside a command buffer a kernel has no scope range");
+            assert!(w.contains(&format!("; {ops} of them ran inside CUDA graphs")), "{w}");
+        }
+    }
+    let (_, warnings, _) = without_hlo("shape_churn_small");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("programs whose HLO the profile does not hold (gemm_fusion_dot."), "{}", warnings[0]);
+    for name in ["transformer_lm_nocb", "mlp_train_detail_nocb_h200", "mlp_train_minimal_h200"] {
+        assert_eq!(without_hlo(name).1, Vec::<String>::new(), "{name}");
+    }
+}
+
 /// GPU steps are the host's `train` annotations (the wall time a step takes); XProf's GPU step
 /// time is the device-side span of the step's kernels instead (docs/decisions.md). Both list the
 /// same steps, and the device is never busier than the step lasts. Where XLA compiles inside a
@@ -278,7 +317,8 @@ fn gpu_hlo_stats_match_xprof() {
 /// own HLO instruction, and XProf's hlo_stats lists them: profq's ops agree per (program, op).
 #[test]
 fn jax_gpu_hlo_stats_without_command_buffers_match_xprof() {
-    for name in ["host_bound_gappy_nocb", "mlp_train_nocb", "scan_remat_nocb", "transformer_lm_nocb", "transformer_lm_wide_nocb"] {
+    for name in ["host_bound_gappy_nocb", "mlp_train_nocb", "mlp_train_detail_nocb_h200", "scan_remat_nocb", "transformer_lm_nocb", "transformer_lm_wide_nocb"]
+    {
         check_hlo_stats(&jax_gpu(name));
     }
 }

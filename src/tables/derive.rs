@@ -736,6 +736,11 @@ pub struct Deriver {
     /// them and those that match no HLO instruction, as (count, ns); and the ns of every op.
     buffered_kernels: (usize, i64),
     unplaced_kernels: (usize, i64),
+    /// XLA ops (with a program id or module) of an XPlane whose program's HLO the capture
+    /// does not hold, as (count, ns), and how many of them ran inside a command buffer.
+    ops_without_hlo: (usize, i64),
+    buffered_without_hlo: usize,
+    modules_without_hlo: BTreeSet<String>,
     op_ns: i64,
     /// What a group of planes streamed in time windows carries from one window to the next.
     windows: WindowCarry,
@@ -1061,7 +1066,7 @@ impl Deriver {
                 let op_totals = op_totals(&ops);
                 self.fold_step_activity(&ops, first_new_device_step, capture.window);
                 self.fold_regions(&ops, &strings);
-                self.note_buffered_kernels(capture, &ops);
+                self.note_op_attribution(capture, &ops);
                 (collectives, op_totals)
             },
         );
@@ -1243,18 +1248,32 @@ impl Deriver {
 
     /// Counts the part's kernels that ran inside a GPU command buffer (CUDA graph), where a
     /// kernel carries only the buffer as `hlo_op`: XLA's own kernels are matched to an
-    /// instruction by kernel name, library kernels (cuBLAS, cuDNN) to none. (Without the
-    /// program's HLO, as in trace JSON, no op has an opcode: nothing particular to buffers.)
-    fn note_buffered_kernels(&mut self, capture: &Capture, ops: &[Op]) {
+    /// instruction by kernel name, library kernels (cuBLAS, cuDNN) to none. Also counts the
+    /// XLA ops of an XPlane whose program's HLO the capture lacks (a profile taken with
+    /// `enable_hlo_proto=False`): those have no opcode, shape or HLO scope path. (Trace JSON
+    /// never holds HLO: nothing to say there.)
+    fn note_op_attribution(&mut self, capture: &Capture, ops: &[Op]) {
         let programs: FxHashSet<i64> = capture.hlo.modules.values().flatten().copied().collect();
+        let xplane = capture.meta.source_format == "xplane";
         let mut buffered: FxHashMap<u32, bool> = FxHashMap::default();
         for op in ops {
             self.op_ns += op.dur_ns;
+            let hlo_op = capture.chunks[op.chunk as usize].hlo_op.get(op.index as usize);
+            let mut is_buffered = || *buffered.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer")));
             if !programs.contains(&op.program_id) && !capture.hlo.modules.contains_key(&op.hlo_module) {
+                if xplane && (op.program_id != NULL_I64 || op.hlo_module != NO_STR) {
+                    self.ops_without_hlo.0 += 1;
+                    self.ops_without_hlo.1 += op.dur_ns;
+                    self.buffered_without_hlo += usize::from(is_buffered());
+                    if let Some(m) = capture.str(op.hlo_module) {
+                        if !self.modules_without_hlo.contains(m) {
+                            self.modules_without_hlo.insert(m.to_string());
+                        }
+                    }
+                }
                 continue;
             }
-            let hlo_op = capture.chunks[op.chunk as usize].hlo_op.get(op.index as usize);
-            if !*buffered.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
+            if !is_buffered() {
                 continue;
             }
             self.buffered_kernels.0 += 1;
@@ -1325,8 +1344,34 @@ impl Deriver {
             v
         };
         let mut warnings = Vec::new();
+        let share = |ns: i64| 100.0 * ns as f64 / self.op_ns.max(1) as f64;
+        if let (ops @ 1.., ns) = self.ops_without_hlo {
+            let modules = &self.modules_without_hlo;
+            let mut named: Vec<&str> = modules.iter().take(3).map(String::as_str).collect();
+            if modules.len() > named.len() {
+                named.push("...");
+            }
+            let buffered = match self.buffered_without_hlo {
+                0 => String::new(),
+                n => format!(
+                    "; {n} of them ran inside CUDA graphs (XLA command buffers), where a kernel names no HLO op: they keep \
+                     their kernel names, with no scope path or pass"
+                ),
+            };
+            warnings.push(format!(
+                "{ops} XLA ops ({:.1}% of op time) ran in {} whose HLO the profile does not hold ({}): they have \
+                 no opcode, shape or source, their scope path is only what their events say, and collectives among them \
+                 are told by name{buffered}. A profile taken with enable_hlo_proto=False holds no HLO; the candidate \
+                 kernels XLA's GPU autotuner runs while compiling belong to programs of their own.",
+                share(ns),
+                match modules.len() {
+                    0 | 1 => "a program".to_string(),
+                    n => format!("{n} programs"),
+                },
+                named.join(", ")
+            ));
+        }
         if let (kernels @ 1.., ns) = self.buffered_kernels {
-            let share = |ns: i64| 100.0 * ns as f64 / self.op_ns.max(1) as f64;
             let (unplaced, unplaced_ns) = self.unplaced_kernels;
             warnings.push(format!(
                 "{kernels} GPU kernels ({:.1}% of op time) ran inside CUDA graphs (XLA command buffers), where a kernel names \
