@@ -118,15 +118,21 @@ impl<T: Nullable> SparseColumn<T> {
         if let Some(slot) = self.values.get_mut(i) {
             *slot = value;
         } else if value != T::NULL {
-            if self.values.capacity() == 0 {
-                self.values.reserve_exact(capacity.max(i + 1));
-            }
-            // Usually the event just before had a value too: nothing to fill.
-            if self.values.len() < i {
-                self.values.resize(i, T::NULL);
-            }
-            self.values.push(value);
+            self.set_past_end(i, capacity, value);
         }
+    }
+    /// [`SparseColumn::set`] of a value past the ones held (a null there is nothing to do:
+    /// most events' columns are null, and they take only the inlined test above).
+    #[inline(never)]
+    fn set_past_end(&mut self, i: usize, capacity: usize, value: T) {
+        if self.values.capacity() == 0 {
+            self.values.reserve_exact(capacity.max(i + 1));
+        }
+        // Usually the event just before had a value too: nothing to fill.
+        if self.values.len() < i {
+            self.values.resize(i, T::NULL);
+        }
+        self.values.push(value);
     }
     /// The values of events `rows`: what it holds of them, then nulls (a copy and a fill,
     /// not a lookup an event).

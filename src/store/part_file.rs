@@ -772,6 +772,18 @@ impl<V: Scalar> ScalarColumn<V> {
             let rows = (self.page_rows_limit - self.page_rows).min(values.len() - row);
             let first_new = self.page_values.len();
             match &present {
+                // A whole page among the given values: encoded from them, not copied first.
+                None if self.page_rows == 0 && rows == self.page_rows_limit => {
+                    let page = &values[row..row + rows];
+                    if nullable {
+                        self.page_levels.resize(rows, 1);
+                    }
+                    self.min_max = V::widen(self.min_max, page, self.unsigned);
+                    self.page_rows = rows;
+                    self.encode_page(page)?;
+                    row += rows;
+                    continue;
+                }
                 None => {
                     if nullable {
                         self.page_levels.resize(self.page_levels.len() + rows, 1);
@@ -805,14 +817,23 @@ impl<V: Scalar> ScalarColumn<V> {
 
     /// Encodes the filled page: definition levels (nullable columns), then the values.
     fn finish_page(&mut self) -> Result<()> {
-        let mut raw = Vec::with_capacity(self.page_rows / 8 + self.page_values.len() * 2 + 64);
+        let mut values = std::mem::take(&mut self.page_values);
+        self.encode_page(&values)?;
+        values.clear();
+        self.page_values = values;
+        Ok(())
+    }
+
+    /// Encodes a page of the `page_rows` rows whose levels are held and whose present
+    /// values are `values`.
+    fn encode_page(&mut self, values: &[V]) -> Result<()> {
+        let mut raw = Vec::with_capacity(self.page_rows / 8 + values.len() * 2 + 64);
         if self.pages.descr.max_def_level() > 0 {
             put_levels(&self.page_levels, 1, &mut raw);
             self.page_levels.clear();
         }
-        V::encode(&self.page_values, self.encoding, &mut raw);
+        V::encode(values, self.encoding, &mut raw);
         self.pages.add_data_page(raw, self.page_rows, self.page_rows, self.encoding)?;
-        self.page_values.clear();
         self.page_rows = 0;
         Ok(())
     }
