@@ -22,7 +22,7 @@ XPROF="${XPROF:-xprof}"
 XPROF_RS="${XPROF_RS:-xprof-rs}"
 TIMEOUT_S="${TIMEOUT_S:-900}"
 cargo build --release --quiet
-PROFQ="$PWD/target/release/profq"
+PROFQ="${CARGO_TARGET_DIR:-$PWD/target}/release/profq"
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
 if [ -d "$INPUT" ]; then

@@ -16,14 +16,15 @@ XPLANE="$(realpath "$1")"
 MIN_BYTES="${2:-2300000000}"
 ONE_PLANE="${3:-}"
 cargo build --release --quiet
+PROFQ="${CARGO_TARGET_DIR:-$PWD/target}/release/profq"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 python3 benches/make_huge_xplane.py "$XPLANE" "$WORK/huge.xplane.pb" --min-bytes "$MIN_BYTES" $ONE_PLANE
 BYTES=$(stat -c %s "$WORK/huge.xplane.pb")
-/usr/bin/time -f "%e %U %S %M" -o "$WORK/t" target/release/profq ingest "$WORK/huge.xplane.pb" --store "$WORK/store" --run-id huge
+/usr/bin/time -f "%e %U %S %M" -o "$WORK/t" "$PROFQ" ingest "$WORK/huge.xplane.pb" --store "$WORK/store" --run-id huge
 read -r wall user sys rss < "$WORK/t"
 awk -v b="$BYTES" -v w="$wall" -v u="$user" -v s="$sys" -v r="$rss" 'BEGIN {
   printf "| input | wall s | cpu s | peak RSS MB | RSS / file | MB/s |\n|---|---|---|---|---|---|\n"
   printf "| %.2f GB XPlane | %.1f | %.1f | %d | %.2f | %.0f |\n", b / 1e9, w, u + s, r / 1024, r * 1024 / b, b / 1e6 / w
 }'
-target/release/profq sql "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM ops) AS ops, (SELECT num_devices FROM runs) AS devices" --store "$WORK/store"
+"$PROFQ" sql "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM ops) AS ops, (SELECT num_devices FROM runs) AS devices" --store "$WORK/store"

@@ -16,7 +16,7 @@ PROFQ="${2:-}"
 TOP="${3:-25}"
 if [ -z "$PROFQ" ]; then
   cargo build --release --quiet
-  PROFQ="$PWD/target/release/profq"
+  PROFQ="${CARGO_TARGET_DIR:-$PWD/target}/release/profq"
 fi
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 INPUT="$(realpath "$1")"
-PROFQ="${2:-$PWD/target/release/profq}"
+PROFQ="${2:-${CARGO_TARGET_DIR:-$PWD/target}/release/profq}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 perf record -q -a -F 4000 -o "$OUT/perf.data" -- env PROFQ_TIMING=1 "$PROFQ" summarize "$INPUT" --output "$OUT/summary.json" 2> "$OUT/timing.txt" > /dev/null
