@@ -44,6 +44,29 @@ fn purge_freed_memory_now() {
     unsafe { mi_collect(true) }
 }
 
+/// Turns transparent huge pages off for this process where the host takes freed guest memory
+/// back (a virtio balloon that reports free pages: [`profq::memory::host_reclaims_free_pages`]),
+/// unless `MIMALLOC_ALLOW_THP` in the environment decides (mimalloc reads it; `=0` turns them
+/// off anywhere, `=1` keeps them).
+///
+/// mimalloc asks for huge pages on all its arenas. Where the host reclaims free pages, each
+/// huge-page fault waits for the host to back 2 MiB anew: on the project's VM, a run that came
+/// two seconds after the last (how a person runs profq) took 0.54–0.56 s to ingest the
+/// 41.1 MB bench file with them and 0.32–0.34 s without, and 0.36–0.38 s against 0.23 s to
+/// summarize it. Elsewhere (and there too, for runs back to back on memory just freed) they
+/// save ~60 K page faults and TLB misses: ingest 0.27 against 0.32 s, summarize 0.18 against
+/// 0.23 s. docs/decisions.md (Memory) has the figures.
+fn avoid_transparent_huge_pages_where_costly() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() || !profq::memory::host_reclaims_free_pages() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE takes one integer argument and touches no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 /// How freed memory goes back to the kernel for this command (see
 /// [`purge_freed_memory_after`]; `MIMALLOC_PURGE_DELAY` in the environment overrides it).
 ///
@@ -455,6 +478,7 @@ fn main() -> ExitCode {
     profq::timing::mark_start();
     quiet_on_closed_stdout();
     let cli = Cli::parse();
+    avoid_transparent_huge_pages_where_costly();
     set_memory_policy(&cli.command);
     match cli.command {
         Command::Ingest { inputs, store, run_id, labels, force } => {

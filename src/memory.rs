@@ -23,3 +23,40 @@ pub fn freed_for_good() {
         give_back();
     }
 }
+
+/// Whether the host takes back the memory this (virtual) machine frees: a virtio balloon
+/// device (`/sys/bus/virtio/devices/*/device` = `0x0005`) that offers free page reporting
+/// (feature bit 5, `VIRTIO_BALLOON_F_REPORTING`, in its `features` string of 0s and 1s).
+/// There each fresh page costs the host's backing too, a 2 MiB huge page at once: the binary
+/// turns transparent huge pages off (docs/decisions.md, Memory).
+pub fn host_reclaims_free_pages() -> bool {
+    let Ok(devices) = std::fs::read_dir("/sys/bus/virtio/devices") else { return false };
+    devices.flatten().any(|d| {
+        let read = |name: &str| std::fs::read_to_string(d.path().join(name)).unwrap_or_default();
+        is_reporting_balloon(&read("device"), &read("features"))
+    })
+}
+
+/// A virtio device's `device` id and `features` bits (sysfs text): a balloon that reports
+/// free pages.
+fn is_reporting_balloon(device: &str, features: &str) -> bool {
+    const BALLOON: &str = "0x0005";
+    const REPORTING_BIT: usize = 5;
+    device.trim() == BALLOON && features.trim().as_bytes().get(REPORTING_BIT) == Some(&b'1')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_reporting_balloon;
+
+    #[test]
+    fn a_balloon_reports_free_pages_by_its_fifth_feature_bit() {
+        // As read on the project's VM (a Firecracker balloon), and variations of it.
+        let reporting = "0110010100000000000000000000000010000000\n";
+        assert!(is_reporting_balloon("0x0005\n", reporting));
+        assert!(!is_reporting_balloon("0x0005\n", "0110000100000000000000000000000010000000\n"));
+        assert!(!is_reporting_balloon("0x0002\n", reporting), "a block device");
+        assert!(!is_reporting_balloon("0x0005", "0110"), "too few bits");
+        assert!(!is_reporting_balloon("", ""));
+    }
+}
