@@ -1359,7 +1359,7 @@ impl Deriver {
                 ),
             };
             warnings.push(format!(
-                "{ops} XLA ops ({:.1}% of op time) ran in {} whose HLO the profile does not hold ({}): they have \
+                "{ops} XLA ops ({:.1}% of op time) ran in {} whose HLO the profile does not hold{}: they have \
                  no opcode, shape or source, their scope path is only what their events say, and collectives among them \
                  are told by name{buffered}. A profile taken with enable_hlo_proto=False holds no HLO; the candidate \
                  kernels XLA's GPU autotuner runs while compiling belong to programs of their own.",
@@ -1368,7 +1368,7 @@ impl Deriver {
                     0 | 1 => "a program".to_string(),
                     n => format!("{n} programs"),
                 },
-                named.join(", ")
+                if named.is_empty() { String::new() } else { format!(" ({})", named.join(", ")) }
             ));
         }
         if let (kernels @ 1.., ns) = self.buffered_kernels {
