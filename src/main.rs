@@ -53,9 +53,9 @@ fn purge_freed_memory_now() {
 /// huge-page fault waits for the host to back 2 MiB anew: on the project's VM, a run that came
 /// two seconds after the last (how a person runs profq) took 0.54–0.56 s to ingest the
 /// 41.1 MB bench file with them and 0.32–0.34 s without, and 0.36–0.38 s against 0.23 s to
-/// summarize it. Elsewhere (and there too, for runs back to back on memory just freed) they
-/// save ~60 K page faults and TLB misses: ingest 0.27 against 0.32 s, summarize 0.18 against
-/// 0.23 s. docs/decisions.md (Memory) has the figures.
+/// summarize it. Where no host takes memory back they save ~60 K page faults and TLB misses,
+/// as they did there for runs back to back on memory just freed: ingest 0.27 against 0.32 s,
+/// summarize 0.18 against 0.23 s. docs/decisions.md (Memory) has the figures.
 fn avoid_transparent_huge_pages_where_costly() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() || !profq::memory::host_reclaims_free_pages() {
         return;

@@ -1,5 +1,6 @@
 //! When freed memory goes back to the kernel: the binary chooses its allocator's policy, and
-//! the stages say when they have just freed memory that the next stages will not reuse.
+//! the stages say when they have just freed memory that the next stages will not reuse; and
+//! whether the host reclaims what the machine frees (where huge pages cost more than they save).
 //!
 //! On a VM every page first touched costs its zeroing (~1 ms a fresh MB in slow spells), so
 //! memory freed and taken again should stay with the process; memory freed for good should
@@ -50,7 +51,7 @@ mod tests {
     use super::is_reporting_balloon;
 
     #[test]
-    fn a_balloon_reports_free_pages_by_its_fifth_feature_bit() {
+    fn a_balloon_reports_free_pages_by_feature_bit_5() {
         // As read on the project's VM (a Firecracker balloon), and variations of it.
         let reporting = "0110010100000000000000000000000010000000\n";
         assert!(is_reporting_balloon("0x0005\n", reporting));
