@@ -1256,6 +1256,7 @@ impl Deriver {
         let programs: FxHashSet<i64> = capture.hlo.modules.values().flatten().copied().collect();
         let xplane = capture.meta.source_format == "xplane";
         let mut buffered: FxHashMap<u32, bool> = FxHashMap::default();
+        let mut modules_without_hlo: FxHashSet<u32> = FxHashSet::default();
         for op in ops {
             self.op_ns += op.dur_ns;
             let hlo_op = capture.chunks[op.chunk as usize].hlo_op.get(op.index as usize);
@@ -1265,11 +1266,7 @@ impl Deriver {
                     self.ops_without_hlo.0 += 1;
                     self.ops_without_hlo.1 += op.dur_ns;
                     self.buffered_without_hlo += usize::from(is_buffered());
-                    if let Some(m) = capture.str(op.hlo_module) {
-                        if !self.modules_without_hlo.contains(m) {
-                            self.modules_without_hlo.insert(m.to_string());
-                        }
-                    }
+                    modules_without_hlo.insert(op.hlo_module);
                 }
                 continue;
             }
@@ -1283,6 +1280,8 @@ impl Deriver {
                 self.unplaced_kernels.1 += op.dur_ns;
             }
         }
+        // Module names as text once per part, not per op: they outlive the part's strings.
+        self.modules_without_hlo.extend(modules_without_hlo.into_iter().filter_map(|m| capture.str(m)).map(str::to_string));
     }
 
     /// Counts the part's `run_id` and source-file arg values.
