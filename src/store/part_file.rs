@@ -266,6 +266,8 @@ struct ChunkPages {
     descr: ColumnDescPtr,
     compression: Compression,
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// Where the compressor writes a page before its bytes are kept.
+    scratch: Vec<u8>,
     /// Each data page and the rows it holds.
     pages: Vec<(CompressedPage, usize)>,
     /// Levels written (the chunk's `num_values`: rows, plus a map's entries past a row's first).
@@ -302,7 +304,7 @@ impl ChunkPages {
             Compression::ZSTD(level) => Some(zstd::bulk::Compressor::new(level.compression_level()).ok()?),
             _ => return None,
         };
-        Some(ChunkPages { descr, compression, compressor, pages: Vec::new(), values: 0, codec_settled: true })
+        Some(ChunkPages { descr, compression, compressor, scratch: Vec::new(), pages: Vec::new(), values: 0, codec_settled: true })
     }
 
     fn compress(&mut self, raw: Vec<u8>) -> Result<(Bytes, usize)> {
@@ -313,17 +315,20 @@ impl ChunkPages {
         match &mut self.compressor {
             None => Ok((Bytes::from(raw), size)),
             Some(c) => {
-                // The compressor's buffer has room for the page uncompressed: the row group's
-                // pages are held until it is written, so only their bytes are kept.
-                let mut compressed = c.compress(&raw)?;
+                // Compressed into the chunk's scratch buffer (room for the page uncompressed,
+                // reused page after page), then copied out at its size: the row group's pages
+                // are held until it is written, so only their bytes are kept.
+                self.scratch.clear();
+                self.scratch.reserve(zstd::zstd_safe::compress_bound(size));
+                c.compress_to_buffer(&raw, &mut self.scratch)?;
                 let (most, of) = KEPT_COMPRESSED_AT_MOST;
-                if !std::mem::replace(&mut self.codec_settled, true) && compressed.len() * of > size * most {
+                if !std::mem::replace(&mut self.codec_settled, true) && self.scratch.len() * of > size * most {
                     self.compressor = None;
                     self.compression = Compression::UNCOMPRESSED;
+                    self.scratch = Vec::new();
                     return Ok((Bytes::from(raw), size));
                 }
-                compressed.shrink_to_fit();
-                Ok((Bytes::from(compressed), size))
+                Ok((Bytes::copy_from_slice(&self.scratch), size))
             }
         }
     }
@@ -346,15 +351,24 @@ impl ChunkPages {
         data_encoding: Encoding,
         statistics: Option<Statistics>,
     ) -> Result<(Bytes, ColumnCloseResult)> {
-        let mut sink = TrackedWrite::new(Vec::new());
+        let dictionary_page = match dictionary {
+            Some((pool, encoding)) => Some((pool.len(), encoding, self.compress(plain_values(pool))?)),
+            None => None,
+        };
+        self.scratch = Vec::new();
+        // The chunk's bytes are the pages' with a header each: sized for them at once, so that
+        // the buffer is not grown (and copied into fresh pages) as they are written.
+        const PAGE_HEADER_ROOM: usize = 64;
+        let held: usize = self.pages.iter().map(|(page, _)| page.data().len() + PAGE_HEADER_ROOM).sum();
+        let dictionary_bytes = dictionary_page.as_ref().map_or(0, |(_, _, (buf, _))| buf.len() + PAGE_HEADER_ROOM);
+        let mut sink = TrackedWrite::new(Vec::with_capacity(held + dictionary_bytes));
         let mut page_writer = SerializedPageWriter::new(&mut sink);
         let (mut compressed, mut uncompressed) = (0i64, 0i64);
         let mut encodings = vec![Encoding::RLE, data_encoding];
         let mut encoding_stats = Vec::new();
         let mut dictionary_page_offset = None;
-        if let Some((dictionary, encoding)) = dictionary {
-            let (buf, size) = self.compress(plain_values(dictionary))?;
-            let page = Page::DictionaryPage { buf, num_values: dictionary.len() as u32, encoding, is_sorted: false };
+        if let Some((len, encoding, (buf, size))) = dictionary_page {
+            let page = Page::DictionaryPage { buf, num_values: len as u32, encoding, is_sorted: false };
             let spec = page_writer.write_page(CompressedPage::new(page, size))?;
             compressed += spec.compressed_size as i64;
             uncompressed += spec.uncompressed_size as i64;
