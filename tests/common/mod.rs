@@ -106,13 +106,33 @@ pub fn find_file(dir: &Path, suffix: &str) -> Option<PathBuf> {
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-/// A fresh, empty directory under the system temp dir.
+/// A fresh, empty directory under the system temp dir. It is left in place when the test
+/// ends (a failed test's store stays there to look at); the first call of a test process
+/// removes those of test processes that are no longer running.
 pub fn temp_dir(tag: &str) -> PathBuf {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(remove_temp_dirs_of_ended_processes);
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let p = std::env::temp_dir().join(format!("profq-test-{}-{}-{tag}", std::process::id(), n));
     let _ = std::fs::remove_dir_all(&p);
     std::fs::create_dir_all(&p).unwrap();
     p
+}
+
+/// Removes `profq-test-<pid>-*` directories whose process has ended. Only where `/proc` tells
+/// which processes run: a test binary running beside this one keeps its directories.
+fn remove_temp_dirs_of_ended_processes() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("profq-test-")).and_then(|rest| rest.split('-').next()) else { continue };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 pub fn profq(args: &[&str]) -> Output {
