@@ -221,26 +221,30 @@ impl PartSink for StagingSink<'_> {
             let mut clock = std::time::Instant::now();
             let part = deriver.part(capture, &ids);
             stage_done("  part derive", &mut clock);
-            // `ops` is written from its columns on a thread of its own while the other tables
-            // are built and written here.
-            let ops = OpColumns::of(&part);
+            // `ops` is written from its columns, a slice of ops at a time, on a thread of its
+            // own while the other tables are built and written here.
+            let part = &part;
             std::thread::scope(|inner| -> Result<(), String> {
                 let ops_writer = inner.spawn(|| -> Result<(), String> {
-                    if ops.is_empty() {
+                    if part.ops.is_empty() {
                         return Ok(());
                     }
                     let mut writers = store::PartWriter::next_parts(staged, "ops", 1)?;
                     let mut writer = writers.pop().expect("one writer asked for");
-                    writer.write_rows(ops.len(), &ops.rows(capture, &part))?;
+                    let mut columns = OpColumns::with_capacity(part.ops.len().min(tables::OP_SLICE_ROWS));
+                    for slice in part.ops.chunks(tables::OP_SLICE_ROWS) {
+                        columns.refill(slice);
+                        writer.write_rows(slice.len(), &columns.rows(capture, part))?;
+                    }
                     writer.finish()
                 });
-                let mut others = tables::part_tables_beside_ops(capture, &part).map_err(|e| format!("building tables: {e}"))?;
+                let mut others = tables::part_tables_beside_ops(capture, part).map_err(|e| format!("building tables: {e}"))?;
                 others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
                 store.write_tables(staged, &others.tables)?;
                 ops_writer.join().map_err(|_| "ops writer panicked".to_string())?
             })?;
             stage_done("  part tables written", &mut clock);
-            Ok((events.join().map_err(|_| "events writer panicked".to_string())??, ops.len()))
+            Ok((events.join().map_err(|_| "events writer panicked".to_string())??, part.ops.len()))
         })?;
         self.events += events;
         self.ops += ops;

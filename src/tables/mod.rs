@@ -169,6 +169,10 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
 /// pages, small enough that only a few batches are in memory at once.
 pub const EVENT_SLICE_ROWS: usize = 1 << 16;
 
+/// Ops per slice of the `ops` table that ingest copies out of the op rows and writes
+/// ([`OpColumns::refill`]), for the same reason.
+pub const OP_SLICE_ROWS: usize = 1 << 16;
+
 /// A run of consecutive events of one chunk, with the event ids of its part's and its
 /// chunk's first events.
 pub struct EventSlice<'c> {
@@ -417,9 +421,16 @@ pub struct OpColumns {
 }
 
 impl OpColumns {
+    /// Every op of the part.
     pub fn of(d: &derive::PartDerived) -> OpColumns {
-        let n = d.ops.len();
-        let mut c = OpColumns {
+        let mut c = OpColumns::with_capacity(d.ops.len());
+        c.extend(&d.ops);
+        c
+    }
+
+    /// Room for `n` ops' values, none held yet.
+    pub fn with_capacity(n: usize) -> OpColumns {
+        OpColumns {
             names: std::array::from_fn(|_| Vec::with_capacity(n)),
             local_names: std::array::from_fn(|_| Vec::with_capacity(n)),
             labels: std::array::from_fn(|_| Vec::with_capacity(n)),
@@ -427,8 +438,23 @@ impl OpColumns {
             floats: std::array::from_fn(|_| Vec::with_capacity(n)),
             floats_known: std::array::from_fn(|_| Vec::with_capacity(n)),
             is_async: Vec::with_capacity(n),
-        };
-        for o in &d.ops {
+        }
+    }
+
+    /// The values of `ops` instead of those held, in the same buffers: ingest writes a part's
+    /// ops a slice at a time ([`OP_SLICE_ROWS`]), so only a slice of them is copied out at once.
+    pub fn refill(&mut self, ops: &[derive::Op]) {
+        let OpColumns { names, local_names, labels, ints, floats, floats_known, is_async } = self;
+        names.iter_mut().chain(local_names.iter_mut()).chain(labels.iter_mut()).for_each(Vec::clear);
+        ints.iter_mut().for_each(Vec::clear);
+        floats.iter_mut().for_each(Vec::clear);
+        floats_known.iter_mut().chain(std::iter::once(is_async)).for_each(Vec::clear);
+        self.extend(ops);
+    }
+
+    fn extend(&mut self, ops: &[derive::Op]) {
+        let c = self;
+        for o in ops {
             for (col, v) in c.names.iter_mut().zip([o.host, o.device, o.line, o.name, o.hlo_op, o.hlo_module, o.opcode, o.hlo_category, o.tf_op, o.shape]) {
                 col.push(v);
             }
@@ -447,7 +473,6 @@ impl OpColumns {
             }
             c.is_async.push(o.is_async);
         }
-        c
     }
 
     pub fn len(&self) -> usize {
