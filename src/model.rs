@@ -602,7 +602,7 @@ impl EventChunk {
 }
 
 /// One instruction of an HLO module, as needed for op classification and scopes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct HloInstr {
     pub opcode: u32,
     pub op_name: u32,
@@ -615,7 +615,7 @@ pub struct HloInstr {
 }
 
 /// HLO instructions of every module of a capture, by (program_id, name) and (module, name).
-#[derive(Clone, Default, Debug)]
+#[derive(Clone, Default, Debug, PartialEq)]
 pub struct HloIndex {
     pub by_program: HashMap<(i64, u32), HloInstr>,
     pub by_module: HashMap<(u32, u32), HloInstr>,

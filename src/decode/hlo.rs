@@ -1,12 +1,16 @@
 //! HLO module decoding (the subset in `proto/hlo.proto`), for opcodes, scope paths and shapes.
 //!
-//! The structs below are what prost-build generates from `proto/hlo.proto`, written out so
-//! that building profq needs no protoc. On CPU captures the HloProto is the only source of
-//! named-scope paths (`metadata.op_name`) and of the opcode that tells `psum.7` is an all-reduce.
+//! On CPU captures the HloProto is the only source of named-scope paths (`metadata.op_name`)
+//! and of the opcode that tells `psum.7` is an all-reduce. The index is built from the
+//! serialized bytes with the zero-copy wire reader ([`super::wire`]): a module of a real
+//! training step is ~2 MB and ~15 K instructions, read before any event can be derived, and
+//! materialising it as messages (a String per field) took most of that time. The structs
+//! below are what prost-build generates from `proto/hlo.proto`, written out so that building
+//! profq needs no protoc: they document the subset read, and tests build HloProtos with them.
 
+use super::wire::{push_varints, Fields, Value, WireError};
 use crate::model::{HloIndex, HloInstr, StringPool};
 use prost::Message;
-use std::fmt::Write;
 
 #[derive(Clone, PartialEq, Message)]
 pub struct HloProto {
@@ -130,37 +134,22 @@ fn element_type(t: i32) -> (&'static str, Option<f64>) {
     }
 }
 
-/// Renders a shape like `f32[8,128]` and returns its size in bytes when known.
-pub fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
-    let (name, elem_bytes) = element_type(shape.element_type);
-    if shape.element_type == 13 {
-        out.push('(');
-        let mut total = Some(0.0);
-        for (i, s) in shape.tuple_shapes.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            let b = render_shape(s, out);
-            total = match (total, b) {
-                (Some(t), Some(b)) => Some(t + b),
-                _ => None,
-            };
-        }
-        out.push(')');
-        return total;
-    }
+/// `name[d0,d1,...]`.
+fn render_array(name: &str, dimensions: &[i64], out: &mut String) {
     out.push_str(name);
     out.push('[');
-    let mut elements: f64 = 1.0;
-    for (i, d) in shape.dimensions.iter().enumerate() {
+    for (i, d) in dimensions.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        let _ = write!(out, "{d}");
-        elements *= (*d).max(0) as f64;
+        out.push_str(itoa::Buffer::new().format(*d));
     }
     out.push(']');
-    elem_bytes.map(|b| (b * elements).ceil())
+}
+
+/// Elements of an array of these dimensions (a negative one counts as none).
+fn elements(dimensions: &[i64]) -> f64 {
+    dimensions.iter().map(|d| (*d).max(0) as f64).product()
 }
 
 /// The entry of a stack-frame table numbered `id`: those tables number their entries from 1,
@@ -169,68 +158,232 @@ fn by_one_based_id<T>(entries: &[T], id: i32) -> Option<&T> {
     entries.get((id as usize).wrapping_sub(1))
 }
 
+/// A length-delimited field's bytes; any other wire type is malformed for it.
+fn bytes_of<'a>(value: Value<'a>, offset: usize) -> Result<&'a [u8], WireError> {
+    match value {
+        Value::Bytes(b) => Ok(b),
+        _ => Err(WireError { offset, what: "a message or string field with another wire type" }),
+    }
+}
+
+/// A string field's text: UTF-8, as protobuf requires of `string`.
+fn text_of(value: Value<'_>, offset: usize) -> Result<&str, WireError> {
+    std::str::from_utf8(bytes_of(value, offset)?).map_err(|_| WireError { offset, what: "a string field that is not UTF-8" })
+}
+
+/// An `int32` (or enum) field: a varint, its low 32 bits as protobuf reads them.
+fn int32_of(value: Value<'_>, offset: usize) -> Result<i32, WireError> {
+    match value {
+        Value::Varint(v) => Ok(v as i32),
+        _ => Err(WireError { offset, what: "an integer field with another wire type" }),
+    }
+}
+
+/// How deep tuple shapes may nest (protobuf decoders stop at 100 levels of messages).
+const MAX_SHAPE_DEPTH: usize = 64;
+
+/// [`render_shape`] of a serialized ShapeProto.
+fn render_shape_bytes(bytes: &[u8], base: usize, depth: usize, out: &mut String) -> Result<Option<f64>, WireError> {
+    if depth > MAX_SHAPE_DEPTH {
+        return Err(WireError { offset: base, what: "tuple shapes nested too deep" });
+    }
+    let mut ty = 0;
+    let mut dimensions = Vec::new();
+    let mut tuple_shapes = Vec::new();
+    let mut f = Fields::with_base(bytes, base);
+    while let Some((field, value, off)) = f.next_field()? {
+        match field {
+            2 => ty = int32_of(value, off)?,
+            3 => push_varints(value, &mut dimensions)?,
+            4 => tuple_shapes.push((bytes_of(value, off)?, off)),
+            _ => {}
+        }
+    }
+    let (name, elem_bytes) = element_type(ty);
+    if ty == 13 {
+        out.push('(');
+        let mut total = Some(0.0);
+        for (i, (shape, off)) in tuple_shapes.into_iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let b = render_shape_bytes(shape, off, depth + 1, out)?;
+            total = match (total, b) {
+                (Some(t), Some(b)) => Some(t + b),
+                _ => None,
+            };
+        }
+        out.push(')');
+        return Ok(total);
+    }
+    render_array(name, &dimensions, out);
+    Ok(elem_bytes.map(|b| (b * elements(&dimensions)).ceil()))
+}
+
 /// (file, line) of each stack frame's own location, by frame id - 1: the innermost frame of an
 /// op's call stack is where its line of user code is (the file XProf shows for the op).
-fn frame_sources(index: Option<&StackFrameIndexProto>, pool: &mut StringPool) -> Vec<(u32, i32)> {
-    let Some(index) = index else { return Vec::new() };
-    let files: Vec<u32> = index.file_names.iter().map(|f| pool.intern(f)).collect();
-    index
-        .stack_frames
-        .iter()
-        .map(|frame| match by_one_based_id(&index.file_locations, frame.file_location_id) {
-            Some(loc) => (by_one_based_id(&files, loc.file_name_id).copied().unwrap_or(crate::model::NO_STR), loc.line),
+fn frame_sources(index: Option<(&[u8], usize)>, pool: &mut StringPool) -> Result<Vec<(u32, i32)>, WireError> {
+    let Some((bytes, base)) = index else { return Ok(Vec::new()) };
+    let (mut files, mut locations, mut frames) = (Vec::new(), Vec::new(), Vec::new());
+    let mut f = Fields::with_base(bytes, base);
+    while let Some((field, value, off)) = f.next_field()? {
+        match field {
+            1 => files.push(pool.intern(text_of(value, off)?)),
+            3 => {
+                let (mut file_name_id, mut line) = (0, 0);
+                let mut lf = Fields::with_base(bytes_of(value, off)?, off);
+                while let Some((field, value, off)) = lf.next_field()? {
+                    match field {
+                        1 => file_name_id = int32_of(value, off)?,
+                        3 => line = int32_of(value, off)?,
+                        _ => {}
+                    }
+                }
+                locations.push((file_name_id, line));
+            }
+            4 => {
+                let mut file_location_id = 0;
+                let mut ff = Fields::with_base(bytes_of(value, off)?, off);
+                while let Some((field, value, off)) = ff.next_field()? {
+                    if field == 1 {
+                        file_location_id = int32_of(value, off)?;
+                    }
+                }
+                frames.push(file_location_id);
+            }
+            _ => {}
+        }
+    }
+    Ok(frames
+        .into_iter()
+        .map(|location| match by_one_based_id(&locations, location) {
+            Some(&(file, line)) => (by_one_based_id(&files, file).copied().unwrap_or(crate::model::NO_STR), line),
             None => (crate::model::NO_STR, 0),
         })
-        .collect()
+        .collect())
+}
+
+/// The fields of an HloInstructionProto the index reads, borrowed from its bytes.
+#[derive(Default)]
+struct InstructionFields<'a> {
+    name: &'a str,
+    opcode: &'a str,
+    shape: Option<(&'a [u8], usize)>,
+    op_name: &'a str,
+    source_file: &'a str,
+    source_line: i32,
+    stack_frame_id: i32,
+    has_metadata: bool,
+}
+
+impl<'a> InstructionFields<'a> {
+    fn read(bytes: &'a [u8], base: usize) -> Result<Self, WireError> {
+        let mut instr = InstructionFields::default();
+        let mut f = Fields::with_base(bytes, base);
+        while let Some((field, value, off)) = f.next_field()? {
+            match field {
+                1 => instr.name = text_of(value, off)?,
+                2 => instr.opcode = text_of(value, off)?,
+                3 => instr.shape = Some((bytes_of(value, off)?, off)),
+                7 => {
+                    instr.has_metadata = true;
+                    let mut mf = Fields::with_base(bytes_of(value, off)?, off);
+                    while let Some((field, value, off)) = mf.next_field()? {
+                        match field {
+                            2 => instr.op_name = text_of(value, off)?,
+                            3 => instr.source_file = text_of(value, off)?,
+                            4 => instr.source_line = int32_of(value, off)?,
+                            15 => instr.stack_frame_id = int32_of(value, off)?,
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(instr)
+    }
 }
 
 /// Decodes one serialized HloProto and adds its instructions to `index` under
 /// `program_id` (when known) and under the module name.
 pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
-    let proto = HloProto::decode(bytes).map_err(|e| format!("undecodable HloProto: {e}"))?;
-    let Some(module) = proto.hlo_module else {
-        return Ok(());
-    };
-    let module_id = pool.intern(&module.name);
+    index_module(bytes, program_id, pool, index).map_err(|e| format!("undecodable HloProto: {e}"))
+}
+
+fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), WireError> {
+    let mut module = None;
+    let mut f = Fields::new(bytes);
+    while let Some((field, value, off)) = f.next_field()? {
+        if field == 1 {
+            module = Some((bytes_of(value, off)?, off));
+        }
+    }
+    let Some((module, base)) = module else { return Ok(()) };
+    let (mut name, mut computations, mut stack_frame_index) = ("", Vec::new(), None);
+    let mut f = Fields::with_base(module, base);
+    while let Some((field, value, off)) = f.next_field()? {
+        match field {
+            1 => name = text_of(value, off)?,
+            3 => computations.push((bytes_of(value, off)?, off)),
+            17 => stack_frame_index = Some((bytes_of(value, off)?, off)),
+            _ => {}
+        }
+    }
+    let module_id = pool.intern(name);
+    let frame_sources = frame_sources(stack_frame_index, pool)?;
+    // The instructions are read whole before any goes into the index: a module that turns out
+    // malformed part way adds nothing (its strings may stay in the pool, unused).
+    let mut instructions = Vec::new();
+    let mut shape_text = String::new();
+    let mut aliases = Vec::new();
+    for (computation, base) in computations {
+        let mut f = Fields::with_base(computation, base);
+        while let Some((field, value, off)) = f.next_field()? {
+            if field != 2 {
+                continue;
+            }
+            let instr = InstructionFields::read(bytes_of(value, off)?, off)?;
+            shape_text.clear();
+            let shape_bytes = match instr.shape {
+                Some((shape, off)) => render_shape_bytes(shape, off, 0, &mut shape_text)?,
+                None => None,
+            };
+            let (source_file, source_line) = if !instr.has_metadata {
+                (crate::model::NO_STR, 0)
+            } else if !instr.source_file.is_empty() {
+                (pool.intern(instr.source_file), instr.source_line)
+            } else {
+                by_one_based_id(&frame_sources, instr.stack_frame_id).copied().unwrap_or((crate::model::NO_STR, 0))
+            };
+            let info = HloInstr {
+                opcode: pool.intern(instr.opcode),
+                op_name: if instr.op_name.is_empty() { crate::model::NO_STR } else { pool.intern(instr.op_name) },
+                source_file,
+                source_line,
+                shape: if shape_text.is_empty() { crate::model::NO_STR } else { pool.intern(&shape_text) },
+                shape_bytes: shape_bytes.map(|b| b as i64),
+            };
+            // GPU kernels are named after their instruction with `.` spelled `_` (`gemm_fusion_dot.11`
+            // runs as `gemm_fusion_dot_11`); the spelling is an alias that never hides a real name.
+            if instr.name.contains('.') {
+                aliases.push((instr.name.replace('.', "_"), info.clone()));
+            }
+            instructions.push((pool.intern(instr.name), info));
+        }
+    }
     if let Some(pid) = program_id {
         let programs = index.modules.entry(module_id).or_default();
         if !programs.contains(&pid) {
             programs.push(pid);
         }
     }
-    let frame_sources = frame_sources(module.stack_frame_index.as_ref(), pool);
-    let mut shape_text = String::new();
-    let mut aliases = Vec::new();
-    for comp in &module.computations {
-        for instr in &comp.instructions {
-            shape_text.clear();
-            let shape_bytes = instr.shape.as_ref().and_then(|s| render_shape(s, &mut shape_text));
-            let meta = instr.metadata.as_ref();
-            let (source_file, source_line) = match meta {
-                Some(m) if !m.source_file.is_empty() => (pool.intern(&m.source_file), m.source_line),
-                Some(m) => by_one_based_id(&frame_sources, m.stack_frame_id).copied().unwrap_or((crate::model::NO_STR, 0)),
-                None => (crate::model::NO_STR, 0),
-            };
-            let info = HloInstr {
-                opcode: pool.intern(&instr.opcode),
-                op_name: meta.filter(|m| !m.op_name.is_empty()).map_or(crate::model::NO_STR, |m| pool.intern(&m.op_name)),
-                source_file,
-                source_line,
-                shape: if shape_text.is_empty() { crate::model::NO_STR } else { pool.intern(&shape_text) },
-                shape_bytes: shape_bytes.map(|b| b as i64),
-            };
-            let name_id = pool.intern(&instr.name);
-            if let Some(pid) = program_id {
-                index.by_program.insert((pid, name_id), info.clone());
-            }
-            // GPU kernels are named after their instruction with `.` spelled `_` (`gemm_fusion_dot.11`
-            // runs as `gemm_fusion_dot_11`); the spelling is an alias that never hides a real name.
-            if instr.name.contains('.') {
-                aliases.push((instr.name.replace('.', "_"), info.clone()));
-            }
-            // First module wins for name lookups; program ids disambiguate the rest.
-            index.by_module.entry((module_id, name_id)).or_insert(info);
+    for (name_id, info) in instructions {
+        if let Some(pid) = program_id {
+            index.by_program.insert((pid, name_id), info.clone());
         }
+        // First module wins for name lookups; program ids disambiguate the rest.
+        index.by_module.entry((module_id, name_id)).or_insert(info);
     }
     for (alias, info) in aliases {
         let alias_id = pool.intern(&alias);
@@ -245,6 +398,190 @@ pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringP
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NO_STR;
+
+    /// What the index was built from before the wire reader: the module decoded as prost
+    /// messages. The two must index the same instructions with the same strings, in the same
+    /// pool order, for every module prost decodes.
+    fn reference_index(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
+        fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
+            let (name, elem_bytes) = element_type(shape.element_type);
+            if shape.element_type == 13 {
+                out.push('(');
+                let mut total = Some(0.0);
+                for (i, s) in shape.tuple_shapes.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    total = match (total, render_shape(s, out)) {
+                        (Some(t), Some(b)) => Some(t + b),
+                        _ => None,
+                    };
+                }
+                out.push(')');
+                return total;
+            }
+            render_array(name, &shape.dimensions, out);
+            elem_bytes.map(|b| (b * elements(&shape.dimensions)).ceil())
+        }
+        let proto = HloProto::decode(bytes).map_err(|e| format!("undecodable HloProto: {e}"))?;
+        let Some(module) = proto.hlo_module else { return Ok(()) };
+        let module_id = pool.intern(&module.name);
+        let frame_sources: Vec<(u32, i32)> = match &module.stack_frame_index {
+            None => Vec::new(),
+            Some(frames) => {
+                let files: Vec<u32> = frames.file_names.iter().map(|f| pool.intern(f)).collect();
+                let location = |frame: &StackFrame| by_one_based_id(&frames.file_locations, frame.file_location_id);
+                let source = |loc: &FileLocation| (by_one_based_id(&files, loc.file_name_id).copied().unwrap_or(NO_STR), loc.line);
+                frames.stack_frames.iter().map(|frame| location(frame).map_or((NO_STR, 0), source)).collect()
+            }
+        };
+        let (mut shape_text, mut instructions, mut aliases) = (String::new(), Vec::new(), Vec::new());
+        for instr in module.computations.iter().flat_map(|c| &c.instructions) {
+            shape_text.clear();
+            let shape_bytes = instr.shape.as_ref().and_then(|s| render_shape(s, &mut shape_text));
+            let meta = instr.metadata.as_ref();
+            let (source_file, source_line) = match meta {
+                Some(m) if !m.source_file.is_empty() => (pool.intern(&m.source_file), m.source_line),
+                Some(m) => by_one_based_id(&frame_sources, m.stack_frame_id).copied().unwrap_or((NO_STR, 0)),
+                None => (NO_STR, 0),
+            };
+            let info = HloInstr {
+                opcode: pool.intern(&instr.opcode),
+                op_name: meta.filter(|m| !m.op_name.is_empty()).map_or(NO_STR, |m| pool.intern(&m.op_name)),
+                source_file,
+                source_line,
+                shape: if shape_text.is_empty() { NO_STR } else { pool.intern(&shape_text) },
+                shape_bytes: shape_bytes.map(|b| b as i64),
+            };
+            if instr.name.contains('.') {
+                aliases.push((instr.name.replace('.', "_"), info.clone()));
+            }
+            instructions.push((pool.intern(&instr.name), info));
+        }
+        if let Some(pid) = program_id {
+            let programs = index.modules.entry(module_id).or_default();
+            if !programs.contains(&pid) {
+                programs.push(pid);
+            }
+        }
+        for (name_id, info) in instructions {
+            if let Some(pid) = program_id {
+                index.by_program.insert((pid, name_id), info.clone());
+            }
+            index.by_module.entry((module_id, name_id)).or_insert(info);
+        }
+        for (alias, info) in aliases {
+            let alias_id = pool.intern(&alias);
+            if let Some(pid) = program_id {
+                index.by_program.entry((pid, alias_id)).or_insert_with(|| info.clone());
+            }
+            index.by_module.entry((module_id, alias_id)).or_insert(info);
+        }
+        Ok(())
+    }
+
+    /// The bytes-valued stats of the `/host:metadata` plane's event metadata in every committed
+    /// XPlane capture: the serialized HloProto of each module the capture ran.
+    fn committed_hlo_protos() -> Vec<(String, Vec<u8>)> {
+        fn bytes_fields(buf: &[u8], field: u32) -> Vec<&[u8]> {
+            let mut out = Vec::new();
+            let mut f = Fields::new(buf);
+            while let Some((n, v, _)) = f.next_field().unwrap() {
+                if n == field {
+                    if let Value::Bytes(b) = v {
+                        out.push(b);
+                    }
+                }
+            }
+            out
+        }
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.to_string_lossy().ends_with(".xplane.pb") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        let mut protos = Vec::new();
+        for path in files {
+            let space = std::fs::read(&path).unwrap();
+            for plane in bytes_fields(&space, 1) {
+                if bytes_fields(plane, 2).first() != Some(&&b"/host:metadata"[..]) {
+                    continue;
+                }
+                for entry in bytes_fields(plane, 4) {
+                    for metadata in bytes_fields(entry, 2) {
+                        for stat in bytes_fields(metadata, 5) {
+                            for value in bytes_fields(stat, 6) {
+                                protos.push((path.display().to_string(), value.to_vec()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        protos
+    }
+
+    /// Every module of every committed capture: the same pool and index as prost's messages give.
+    #[test]
+    fn wire_index_equals_the_prost_decoded_one_on_every_committed_module() {
+        let protos = committed_hlo_protos();
+        assert!(protos.len() >= 20, "HLO protos found in tests/data: {}", protos.len());
+        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
+        let (mut reference_pool, mut reference) = (StringPool::default(), HloIndex::default());
+        for (k, (path, bytes)) in protos.iter().enumerate() {
+            let program_id = (k % 3 != 0).then_some(k as i64 / 2);
+            let expected = reference_index(bytes, program_id, &mut reference_pool, &mut reference);
+            assert_eq!(index_hlo_proto(bytes, program_id, &mut pool, &mut index).is_ok(), expected.is_ok(), "{path}");
+            assert_eq!(format!("{pool:?}"), format!("{reference_pool:?}"), "{path}");
+            assert_eq!(index, reference, "{path}");
+        }
+        assert!(index.by_module.len() > 10_000);
+    }
+
+    /// A module cut short anywhere, or with a byte changed, is an error or a smaller index, never a
+    /// panic; a module that fails adds no instruction.
+    #[test]
+    fn truncated_or_flipped_modules_fail_without_indexing_part_of_them() {
+        let (_, bytes) = committed_hlo_protos().into_iter().min_by_key(|(_, b)| b.len()).unwrap();
+        let step = (bytes.len() / 400).max(1);
+        for cut in (0..bytes.len()).step_by(step) {
+            for damaged in [bytes[..cut].to_vec(), {
+                let mut b = bytes.clone();
+                b[cut] ^= 0xa5;
+                b
+            }] {
+                let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
+                if index_hlo_proto(&damaged, Some(1), &mut pool, &mut index).is_err() {
+                    assert_eq!(index, HloIndex::default(), "cut at {cut}");
+                }
+            }
+        }
+    }
+
+    /// Tuple shapes nested past any real one are an error, not a deep recursion.
+    #[test]
+    fn deeply_nested_tuple_shapes_are_an_error() {
+        let mut shape = ShapeProto { element_type: 11, dimensions: vec![2], tuple_shapes: vec![] };
+        for _ in 0..200 {
+            shape = ShapeProto { element_type: 13, dimensions: vec![], tuple_shapes: vec![shape] };
+        }
+        let instr = HloInstructionProto { name: "t".into(), opcode: "tuple".into(), shape: Some(shape), metadata: None };
+        let module =
+            HloModuleProto { name: "m".into(), computations: vec![HloComputationProto { name: "c".into(), instructions: vec![instr] }], ..Default::default() };
+        let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
+        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
+        let err = index_hlo_proto(&bytes, Some(1), &mut pool, &mut index).unwrap_err();
+        assert!(err.contains("nested too deep"), "{err}");
+    }
 
     fn instruction(name: &str, stack_frame_id: i32, source_file: &str) -> HloInstructionProto {
         let metadata = OpMetadata { op_name: format!("jit(f)/{name}"), source_file: source_file.into(), source_line: 7, stack_frame_id, ..Default::default() };
