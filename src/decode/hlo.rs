@@ -378,6 +378,13 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
             programs.push(pid);
         }
     }
+    // Room made once for the module's entries: a training step's module has tens of
+    // thousands, and growing the tables entry by entry rehashed them into fresh pages.
+    let entries = instructions.len() + aliases.len();
+    if program_id.is_some() {
+        index.by_program.reserve(entries);
+    }
+    index.by_module.reserve(entries);
     for (name_id, info) in instructions {
         if let Some(pid) = program_id {
             index.by_program.insert((pid, name_id), info.clone());
