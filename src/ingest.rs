@@ -3,7 +3,7 @@
 use crate::decode::{self, InputError, LoadError, PartSink};
 use crate::model::{ArgsKept, Capture};
 use crate::store::{self, Staged, Store};
-use crate::tables::{self, derive::Deriver, OpColumns, RunInfo, RunTables};
+use crate::tables::{self, derive::Deriver, GapColumns, OpColumns, RunInfo, RunTables};
 use crate::timing::stage_done;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -238,7 +238,8 @@ impl PartSink for StagingSink<'_> {
                     }
                     writer.finish()
                 });
-                let mut others = tables::part_tables_beside_ops(capture, part).map_err(|e| format!("building tables: {e}"))?;
+                write_gaps(capture, part, staged)?;
+                let mut others = tables::part_small_tables(capture, part).map_err(|e| format!("building tables: {e}"))?;
                 others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
                 store.write_tables(staged, &others.tables)?;
                 ops_writer.join().map_err(|_| "ops writer panicked".to_string())?
@@ -259,6 +260,21 @@ impl PartSink for StagingSink<'_> {
         self.ops = 0;
         Ok(())
     }
+}
+
+/// Writes the part's `gaps` table a slice of gaps at a time ([`GapColumns::refill`]).
+fn write_gaps(capture: &Capture, part: &tables::derive::PartDerived, staged: &Staged) -> Result<(), String> {
+    if part.gaps.is_empty() {
+        return Ok(());
+    }
+    let mut writers = store::PartWriter::next_parts(staged, "gaps", 1)?;
+    let mut writer = writers.pop().expect("one writer asked for");
+    let mut columns = GapColumns::with_capacity(part.gaps.len().min(tables::OP_SLICE_ROWS));
+    for slice in part.gaps.chunks(tables::OP_SLICE_ROWS) {
+        columns.refill(part, slice);
+        writer.write_rows(slice.len(), &columns.rows(capture, part))?;
+    }
+    writer.finish()
 }
 
 /// Builds and writes the part's `events` table a slice at a time, so that only a few slices'

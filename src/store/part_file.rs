@@ -1375,6 +1375,23 @@ mod tests {
         }
     }
 
+    /// The `gaps` table written from a part's gap columns, a slice at a time, reads back as the
+    /// batch built for the in-memory tables.
+    #[test]
+    fn gap_rows_read_back_as_the_gaps_batch() {
+        use crate::tables::{derive::Deriver, part_tables, GapColumns};
+        let capture = decoded("tests/data/jax_cpu/transformer_lm");
+        let part = Deriver::new().part(&capture, &crate::tables::derive::pool_ids(&capture.strings));
+        let mut file = table_file("gaps", "gap-rows");
+        let mut columns = GapColumns::with_capacity(700);
+        for slice in part.gaps.chunks(700) {
+            columns.refill(&part, slice);
+            file.0.write_rows(slice.len(), &columns.rows(&capture, &part)).unwrap();
+        }
+        let batches = part_tables(&capture, &part).unwrap();
+        assert_reads_back_as(file, batches.get("gaps").unwrap(), 1000);
+    }
+
     /// A capture decoded in memory, its derived strings in the pool.
     fn decoded(dir: &str) -> crate::model::Capture {
         let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);

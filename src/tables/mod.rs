@@ -102,20 +102,25 @@ pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunT
     Ok(RunTables::new(tables))
 }
 
-/// The part's tables but `ops` (which ingest writes from [`OpColumns`]).
-pub fn part_tables_beside_ops(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
-    tables_beside_ops(capture, part, &local_strings(part))
+/// The part's small tables: all but `ops` and `gaps` (which ingest writes from
+/// [`OpColumns`] and [`GapColumns`]).
+pub fn part_small_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
+    small_tables(capture, part, &local_strings(part))
 }
 
 fn tables_beside_ops(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef) -> Result<RunTables> {
-    let batches = [
-        collectives_batch(capture, part)?,
-        gaps_batch(capture, part, locals)?,
-        event_totals_batch(capture, part)?,
-        op_totals_batch(capture, part, locals)?,
-        gap_totals_batch(capture, part, locals)?,
-    ];
-    Ok(RunTables::new(derive::PART_TABLES[1..].iter().copied().zip(batches).map(|(name, batch)| (name, vec![batch])).collect()))
+    let mut tables = vec![("gaps", vec![gaps_batch(capture, part, locals)?])];
+    tables.append(&mut small_tables(capture, part, locals)?.tables);
+    Ok(RunTables::new(tables))
+}
+
+fn small_tables(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef) -> Result<RunTables> {
+    Ok(RunTables::new(vec![
+        ("collectives", vec![collectives_batch(capture, part)?]),
+        ("event_totals", vec![event_totals_batch(capture, part)?]),
+        ("op_totals", vec![op_totals_batch(capture, part, locals)?]),
+        ("gap_totals", vec![gap_totals_batch(capture, part, locals)?]),
+    ]))
 }
 
 /// The tables only the whole run knows: `runs`, `regions`, `steps`.
@@ -657,24 +662,70 @@ fn event_totals_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Reco
     )
 }
 
-fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
-    let mut dict = DictEncoder::new(&capture.strings);
-    // The marker's and payload's fields copied out in one pass over the gaps, as `ops_batch`
-    // does: each gap's two ops are read once rather than once per column.
-    let n = d.gaps.len();
-    let mut ids: [Vec<u32>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
-    let mut ints: [Vec<i64>; 5] = std::array::from_fn(|_| Vec::with_capacity(n));
-    for g in &d.gaps {
-        let (marker, payload) = (d.op(g.marker), d.op(g.payload));
-        for (col, v) in ids.iter_mut().zip([marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path]) {
-            col.push(v);
-        }
-        for (col, v) in ints.iter_mut().zip([marker.step, g.gap_start_ns, g.gap_ns, marker.event_id, payload.event_id]) {
-            col.push(v);
+/// The `gaps` table's columns, copied out of a part's gaps in one pass, as [`OpColumns`] are:
+/// each gap's two ops are read once rather than once per column.
+pub struct GapColumns {
+    /// host, device, line, marker hlo_op (of the marker op), payload hlo_op and tf_op (pool
+    /// ids), payload region_path (an id of the part's local strings).
+    ids: [Vec<u32>; 7],
+    /// step, gap_start_ns, gap_ns, marker_event_id, payload_event_id.
+    ints: [Vec<i64>; 5],
+}
+
+impl GapColumns {
+    /// Room for `n` gaps' values, none held yet.
+    pub fn with_capacity(n: usize) -> GapColumns {
+        GapColumns { ids: std::array::from_fn(|_| Vec::with_capacity(n)), ints: std::array::from_fn(|_| Vec::with_capacity(n)) }
+    }
+
+    /// The values of `gaps` (of part `d`) instead of those held: ingest writes the table a slice
+    /// of gaps at a time ([`OP_SLICE_ROWS`]), as it writes `ops`.
+    pub fn refill(&mut self, d: &derive::PartDerived, gaps: &[derive::Gap]) {
+        self.ids.iter_mut().for_each(Vec::clear);
+        self.ints.iter_mut().for_each(Vec::clear);
+        for g in gaps {
+            let (marker, payload) = (d.op(g.marker), d.op(g.payload));
+            for (col, v) in
+                self.ids.iter_mut().zip([marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path])
+            {
+                col.push(v);
+            }
+            for (col, v) in self.ints.iter_mut().zip([marker.step, g.gap_start_ns, g.gap_ns, marker.event_id, payload.event_id]) {
+                col.push(v);
+            }
         }
     }
-    let [host, device, line, marker_hlo_op, payload_hlo_op, payload_tf_op, payload_region_path] = ids;
-    let [step, gap_start_ns, gap_ns, marker_event_id, payload_event_id] = ints;
+
+    /// The columns in schema order, for [`crate::store::PartWriter::write_rows`].
+    pub fn rows<'s>(&'s self, capture: &'s Capture, d: &'s derive::PartDerived) -> Vec<RowValues<'s>> {
+        let pool: &'s dyn Strings = &capture.strings;
+        let locals: &'s dyn Strings = &d.strings.values;
+        let [host, device, line, marker_hlo_op, payload_hlo_op, payload_tf_op, payload_region_path] = &self.ids;
+        let [step, gap_start_ns, gap_ns, marker_event_id, payload_event_id] = &self.ints;
+        let names = |ids: &'s [u32], strings: &'s dyn Strings| RowValues::Names { ids, strings };
+        vec![
+            names(host, pool),
+            names(device, pool),
+            names(line, pool),
+            RowValues::nullable_ints(step),
+            RowValues::ints(gap_start_ns),
+            RowValues::ints(gap_ns),
+            RowValues::ints(marker_event_id),
+            names(marker_hlo_op, pool),
+            RowValues::ints(payload_event_id),
+            names(payload_hlo_op, pool),
+            names(payload_tf_op, pool),
+            names(payload_region_path, locals),
+        ]
+    }
+}
+
+fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let mut c = GapColumns::with_capacity(d.gaps.len());
+    c.refill(d, &d.gaps);
+    let [host, device, line, marker_hlo_op, payload_hlo_op, payload_tf_op, payload_region_path] = c.ids;
+    let [step, gap_start_ns, gap_ns, marker_event_id, payload_event_id] = c.ints;
     batch(
         "gaps",
         vec![
