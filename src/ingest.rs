@@ -225,20 +225,18 @@ impl PartSink for StagingSink<'_> {
             // own while the other tables are built and written here.
             let part = &part;
             std::thread::scope(|inner| -> Result<(), String> {
-                let ops_writer = inner.spawn(|| -> Result<(), String> {
-                    if part.ops.is_empty() {
-                        return Ok(());
-                    }
-                    let mut writers = store::PartWriter::next_parts(staged, "ops", 1)?;
-                    let mut writer = writers.pop().expect("one writer asked for");
+                let ops_writer = inner.spawn(|| {
                     let mut columns = OpColumns::with_capacity(part.ops.len().min(tables::OP_SLICE_ROWS));
-                    for slice in part.ops.chunks(tables::OP_SLICE_ROWS) {
+                    write_in_slices(staged, "ops", &part.ops, |writer, slice| {
                         columns.refill(slice);
-                        writer.write_rows(slice.len(), &columns.rows(capture, part))?;
-                    }
-                    writer.finish()
+                        writer.write_rows(slice.len(), &columns.rows(capture, part))
+                    })
                 });
-                write_gaps(capture, part, staged)?;
+                let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::OP_SLICE_ROWS));
+                write_in_slices(staged, "gaps", &part.gaps, |writer, slice| {
+                    gap_columns.refill(part, slice);
+                    writer.write_rows(slice.len(), &gap_columns.rows(capture, part))
+                })?;
                 let mut others = tables::part_small_tables(capture, part).map_err(|e| format!("building tables: {e}"))?;
                 others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
                 store.write_tables(staged, &others.tables)?;
@@ -262,17 +260,22 @@ impl PartSink for StagingSink<'_> {
     }
 }
 
-/// Writes the part's `gaps` table a slice of gaps at a time ([`GapColumns::refill`]).
-fn write_gaps(capture: &Capture, part: &tables::derive::PartDerived, staged: &Staged) -> Result<(), String> {
-    if part.gaps.is_empty() {
+/// Writes a part's rows of `table` (`ops`, `gaps`) as one part file, a slice of
+/// [`tables::OP_SLICE_ROWS`] at a time: `write` copies a slice into its columns and writes
+/// them, so that only a slice is copied out of the part's rows at once.
+fn write_in_slices<T>(
+    staged: &Staged,
+    table: &str,
+    rows: &[T],
+    mut write: impl FnMut(&mut store::PartWriter, &[T]) -> Result<(), String>,
+) -> Result<(), String> {
+    if rows.is_empty() {
         return Ok(());
     }
-    let mut writers = store::PartWriter::next_parts(staged, "gaps", 1)?;
+    let mut writers = store::PartWriter::next_parts(staged, table, 1)?;
     let mut writer = writers.pop().expect("one writer asked for");
-    let mut columns = GapColumns::with_capacity(part.gaps.len().min(tables::OP_SLICE_ROWS));
-    for slice in part.gaps.chunks(tables::OP_SLICE_ROWS) {
-        columns.refill(part, slice);
-        writer.write_rows(slice.len(), &columns.rows(capture, part))?;
+    for slice in rows.chunks(tables::OP_SLICE_ROWS) {
+        write(&mut writer, slice)?;
     }
     writer.finish()
 }

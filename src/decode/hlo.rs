@@ -372,6 +372,20 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
             instructions.push((pool.intern(instr.name), info));
         }
     }
+    add_module(module_id, program_id, instructions, aliases, pool, index);
+    Ok(())
+}
+
+/// Adds a module's instructions (name id, what is known of it) and their `_`-spelled aliases
+/// to `index`, once all of them were read.
+fn add_module(
+    module_id: u32,
+    program_id: Option<i64>,
+    instructions: Vec<(u32, HloInstr)>,
+    aliases: Vec<(String, HloInstr)>,
+    pool: &mut StringPool,
+    index: &mut HloIndex,
+) {
     if let Some(pid) = program_id {
         let programs = index.modules.entry(module_id).or_default();
         if !programs.contains(&pid) {
@@ -399,7 +413,6 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
         }
         index.by_module.entry((module_id, alias_id)).or_insert(info);
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -408,8 +421,9 @@ mod tests {
     use crate::model::NO_STR;
 
     /// What the index was built from before the wire reader: the module decoded as prost
-    /// messages. The two must index the same instructions with the same strings, in the same
-    /// pool order, for every module prost decodes.
+    /// messages (then added as the wire reader's are). The two must index the same
+    /// instructions with the same strings, in the same pool order, for every module prost
+    /// decodes.
     fn reference_index(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
         fn render_shape(shape: &ShapeProto, out: &mut String) -> Option<f64> {
             let (name, elem_bytes) = element_type(shape.element_type);
@@ -466,25 +480,7 @@ mod tests {
             }
             instructions.push((pool.intern(&instr.name), info));
         }
-        if let Some(pid) = program_id {
-            let programs = index.modules.entry(module_id).or_default();
-            if !programs.contains(&pid) {
-                programs.push(pid);
-            }
-        }
-        for (name_id, info) in instructions {
-            if let Some(pid) = program_id {
-                index.by_program.insert((pid, name_id), info.clone());
-            }
-            index.by_module.entry((module_id, name_id)).or_insert(info);
-        }
-        for (alias, info) in aliases {
-            let alias_id = pool.intern(&alias);
-            if let Some(pid) = program_id {
-                index.by_program.entry((pid, alias_id)).or_insert_with(|| info.clone());
-            }
-            index.by_module.entry((module_id, alias_id)).or_insert(info);
-        }
+        add_module(module_id, program_id, instructions, aliases, pool, index);
         Ok(())
     }
 
