@@ -1287,22 +1287,42 @@ impl Deriver {
     /// Counts the part's `run_id` and source-file arg values.
     fn note_provenance(&mut self, capture: &Capture) {
         let [run_id, sources @ ..] = PROVENANCE_ARG_KEYS.map(|k| capture.strings.lookup(k).unwrap_or(NO_STR));
+        if run_id == NO_STR && sources.iter().all(|&k| k == NO_STR) {
+            return;
+        }
+        fn add(counts: &mut FxHashMap<String, usize>, value: &str, n: usize) {
+            match counts.get_mut(value) {
+                Some(count) => *count += n,
+                None => {
+                    counts.insert(value.to_string(), n);
+                }
+            }
+        }
         for c in &capture.chunks {
+            // A launch id is on every op of one execution, one after another: a run of equal
+            // values is counted, then looked up once (a CPU capture has ~180 K of them).
+            let mut run: Option<(bool, &str, usize)> = None;
             for j in 0..c.arg_key.len() {
                 let k = c.arg_key[j];
-                let counts = if k == run_id {
-                    &mut self.launch_ids
+                let is_launch = if k == run_id {
+                    true
                 } else if sources.contains(&k) {
-                    &mut self.source_hints
+                    false
                 } else {
                     continue;
                 };
-                match counts.get_mut(c.arg_value(j)) {
-                    Some(n) => *n += 1,
-                    None => {
-                        counts.insert(c.arg_value(j).to_string(), 1);
+                let value = c.arg_value(j);
+                match &mut run {
+                    Some((launch, held, n)) if *launch == is_launch && *held == value => *n += 1,
+                    _ => {
+                        if let Some((launch, held, n)) = run.replace((is_launch, value, 1)) {
+                            add(if launch { &mut self.launch_ids } else { &mut self.source_hints }, held, n);
+                        }
                     }
                 }
+            }
+            if let Some((launch, held, n)) = run {
+                add(if launch { &mut self.launch_ids } else { &mut self.source_hints }, held, n);
             }
         }
     }
@@ -2014,7 +2034,10 @@ fn collect_steps(capture: &Capture, roles: &LineRoles) -> (Vec<Step>, Vec<Step>)
     let mut device_steps = Vec::new();
     for chunk in &capture.chunks {
         let mut seq_by_line: HashMap<u32, i64> = HashMap::new();
-        for i in 0..chunk.len() {
+        // Events past the chunk's last step value can only be steps on a `Steps` line.
+        let has_steps_line = chunk.line_runs().any(|(line, _)| roles.steps[line as usize]);
+        let looked_at = if has_steps_line { chunk.len() } else { chunk.step.held().len() };
+        for i in 0..looked_at {
             // Most events are neither: the plane is looked up only for those that may be.
             let annotated = chunk.step.get(i) != NULL_I64 && chunk.dur_ns[i] > 0;
             if !annotated && !roles.steps[chunk.line[i] as usize] {
