@@ -41,7 +41,10 @@ const COPY_CATEGORY: &str = "gpu_memcpy";
 /// PjRtCpuClient::Compile, XlaCompile, python `compile` frames, …), and it is not a copy
 /// that a compiler object runs.
 pub fn is_compile_event(name: &str) -> bool {
-    let lower = name.to_lowercase();
+    is_compile_lowercased(&name.to_lowercase())
+}
+
+fn is_compile_lowercased(lower: &str) -> bool {
     lower.contains("compile") && !COPIES_NAMED_LIKE_COMPILES.iter().any(|w| lower.contains(w))
 }
 
@@ -51,8 +54,11 @@ pub fn is_transfer_event(name: &str, category: Option<&str>) -> bool {
     if category == Some(COPY_CATEGORY) {
         return true;
     }
-    let lower = name.to_lowercase();
-    TRANSFER_WORDS.iter().any(|w| lower.contains(w)) || transfer_to_or_from_device(&lower)
+    is_transfer_lowercased(&name.to_lowercase())
+}
+
+fn is_transfer_lowercased(lower: &str) -> bool {
+    TRANSFER_WORDS.iter().any(|w| lower.contains(w)) || transfer_to_or_from_device(lower)
 }
 
 /// `transfer`, an optional `_`, `to` or `from`, an optional `_`, `device`.
@@ -67,7 +73,12 @@ fn transfer_to_or_from_device(lower: &str) -> bool {
 
 /// Whether an event is one of those: the rows an in-memory `events` table keeps.
 pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
-    is_compile_event(name) || is_transfer_event(name, category)
+    if category == Some(COPY_CATEGORY) {
+        return true;
+    }
+    // Lowercased once for both rules (every event name of an XPlane's metadata comes here).
+    let lower = name.to_lowercase();
+    is_compile_lowercased(&lower) || is_transfer_lowercased(&lower)
 }
 
 /// For a decoder that keeps only some args: events named so keep every arg. (XPlane events,
