@@ -109,8 +109,10 @@ pub fn part_small_tables(capture: &Capture, part: &derive::PartDerived) -> Resul
 }
 
 fn tables_beside_ops(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef) -> Result<RunTables> {
-    let mut tables = vec![("gaps", vec![gaps_batch(capture, part, locals)?])];
-    tables.append(&mut small_tables(capture, part, locals)?.tables);
+    // In the order of `derive::PART_TABLES`, as the part's other tables.
+    let mut tables = small_tables(capture, part, locals)?.tables;
+    tables.insert(1, ("gaps", vec![gaps_batch(capture, part, locals)?]));
+    debug_assert!(tables.iter().map(|(name, _)| *name).eq(derive::PART_TABLES[1..].iter().copied()));
     Ok(RunTables::new(tables))
 }
 
