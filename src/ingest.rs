@@ -226,13 +226,13 @@ impl PartSink for StagingSink<'_> {
             let part = &part;
             std::thread::scope(|inner| -> Result<(), String> {
                 let ops_writer = inner.spawn(|| {
-                    let mut columns = OpColumns::with_capacity(part.ops.len().min(tables::OP_SLICE_ROWS));
+                    let mut columns = OpColumns::with_capacity(part.ops.len().min(tables::DERIVED_SLICE_ROWS));
                     write_in_slices(staged, "ops", &part.ops, |writer, slice| {
                         columns.refill(slice);
                         writer.write_rows(slice.len(), &columns.rows(capture, part))
                     })
                 });
-                let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::OP_SLICE_ROWS));
+                let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::DERIVED_SLICE_ROWS));
                 write_in_slices(staged, "gaps", &part.gaps, |writer, slice| {
                     gap_columns.refill(part, slice);
                     writer.write_rows(slice.len(), &gap_columns.rows(capture, part))
@@ -261,7 +261,7 @@ impl PartSink for StagingSink<'_> {
 }
 
 /// Writes a part's rows of `table` (`ops`, `gaps`) as one part file, a slice of
-/// [`tables::OP_SLICE_ROWS`] at a time: `write` copies a slice into its columns and writes
+/// [`tables::DERIVED_SLICE_ROWS`] at a time: `write` copies a slice into its columns and writes
 /// them, so that only a slice is copied out of the part's rows at once.
 fn write_in_slices<T>(
     staged: &Staged,
@@ -274,7 +274,7 @@ fn write_in_slices<T>(
     }
     let mut writers = store::PartWriter::next_parts(staged, table, 1)?;
     let mut writer = writers.pop().expect("one writer asked for");
-    for slice in rows.chunks(tables::OP_SLICE_ROWS) {
+    for slice in rows.chunks(tables::DERIVED_SLICE_ROWS) {
         write(&mut writer, slice)?;
     }
     writer.finish()

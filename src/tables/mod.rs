@@ -176,9 +176,9 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
 /// pages, small enough that only a few batches are in memory at once.
 pub const EVENT_SLICE_ROWS: usize = 1 << 16;
 
-/// Ops per slice of the `ops` table that ingest copies out of the op rows and writes
-/// ([`OpColumns::refill`]), for the same reason.
-pub const OP_SLICE_ROWS: usize = 1 << 16;
+/// Rows per slice of the derived `ops` and `gaps` tables that ingest copies out of the op
+/// and gap rows and writes ([`OpColumns::refill`], [`GapColumns::refill`]), for the same reason.
+pub const DERIVED_SLICE_ROWS: usize = 1 << 16;
 
 /// A run of consecutive events of one chunk, with the event ids of its part's and its
 /// chunk's first events.
@@ -449,7 +449,7 @@ impl OpColumns {
     }
 
     /// The values of `ops` instead of those held, in the same buffers: ingest writes a part's
-    /// ops a slice at a time ([`OP_SLICE_ROWS`]), so only a slice of them is copied out at once.
+    /// ops a slice at a time ([`DERIVED_SLICE_ROWS`]), so only a slice of them is copied out at once.
     pub fn refill(&mut self, ops: &[derive::Op]) {
         let OpColumns { names, local_names, labels, ints, floats, floats_known, is_async } = self;
         names.iter_mut().chain(local_names.iter_mut()).chain(labels.iter_mut()).for_each(Vec::clear);
@@ -681,7 +681,7 @@ impl GapColumns {
     }
 
     /// The values of `gaps` (of part `d`) instead of those held: ingest writes the table a slice
-    /// of gaps at a time ([`OP_SLICE_ROWS`]), as it writes `ops`.
+    /// of gaps at a time ([`DERIVED_SLICE_ROWS`]), as it writes `ops`.
     pub fn refill(&mut self, d: &derive::PartDerived, gaps: &[derive::Gap]) {
         self.ids.iter_mut().for_each(Vec::clear);
         self.ints.iter_mut().for_each(Vec::clear);
