@@ -182,7 +182,8 @@ fn int32_of(value: Value<'_>, offset: usize) -> Result<i32, WireError> {
 /// How deep tuple shapes may nest (protobuf decoders stop at 100 levels of messages).
 const MAX_SHAPE_DEPTH: usize = 64;
 
-/// [`render_shape`] of a serialized ShapeProto.
+/// Renders a serialized ShapeProto like `f32[8,128]` (a tuple as `(f32[8], s32[])`) and
+/// returns its size in bytes when the element types are known.
 fn render_shape_bytes(bytes: &[u8], base: usize, depth: usize, out: &mut String) -> Result<Option<f64>, WireError> {
     if depth > MAX_SHAPE_DEPTH {
         return Err(WireError { offset: base, what: "tuple shapes nested too deep" });
