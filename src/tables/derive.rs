@@ -187,27 +187,9 @@ struct OpCaches<'c> {
     scope: FxHashMap<(u32, u32, u32), (u32, Label)>,
     cpu_device: FxHashMap<i64, u32>,
     source: FxHashMap<(u32, i32), u32>,
-    /// The last line's name and whether it is an `Async` line (a unit's ops come line by line).
-    line: LastOf<(&'c str, bool)>,
+    /// Line name id → the name and whether it is an `Async` line (a substring search, once).
+    line: FxHashMap<u32, (&'c str, bool)>,
     strings: LocalStrings,
-}
-
-/// The value computed for the last key asked about.
-struct LastOf<V>(Option<(u32, V)>);
-
-impl<V> Default for LastOf<V> {
-    fn default() -> Self {
-        LastOf(None)
-    }
-}
-
-impl<V: Copy> LastOf<V> {
-    fn get_or_insert_with(&mut self, key: u32, make: impl FnOnce() -> V) -> &V {
-        if self.0.as_ref().is_none_or(|(k, _)| *k != key) {
-            self.0 = Some((key, make()));
-        }
-        &self.0.as_ref().expect("just set").1
-    }
 }
 
 /// Device-op lines: TPU `XLA Ops` / `Async XLA Ops`, GPU `Stream #N(...)`, Kineto `stream N`.
@@ -1968,7 +1950,7 @@ fn make_op<'c>(
     if capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
         tf_op = hlo_scope;
     }
-    let OpCaches { scope, strings, cpu_device, source: sources, line: last_line, .. } = caches;
+    let OpCaches { scope, strings, cpu_device, source: sources, line: lines, .. } = caches;
     // Without a scope path, a name written as a path (`train_step=>block_0`, `ns::fn`) is one.
     // A Kineto kernel's scope is where its launch ran on the host (see `LaunchScopes`).
     let launch = launches.of_kernel(chunk.correlation_id.get(i));
@@ -1999,7 +1981,7 @@ fn make_op<'c>(
         let ordinal = if chunk.device_ordinal.get(i) == NULL_I64 { 0 } else { chunk.device_ordinal.get(i) };
         *cpu_device.entry(ordinal).or_insert_with(|| capture.strings.lookup(&format!("CPU:{ordinal}")).unwrap_or(NO_STR))
     };
-    let (line_name, async_line) = *last_line.get_or_insert_with(line.name, || {
+    let (line_name, async_line) = *lines.entry(line.name).or_insert_with(|| {
         let name = capture.str(line.name).unwrap_or("");
         (name, name.contains("Async"))
     });

@@ -431,7 +431,7 @@ impl OpColumns {
     /// Every op of the part.
     pub fn of(d: &derive::PartDerived) -> OpColumns {
         let mut c = OpColumns::with_capacity(d.ops.len());
-        c.extend(&d.ops);
+        c.refill(&d.ops);
         c
     }
 
@@ -451,16 +451,14 @@ impl OpColumns {
     /// The values of `ops` instead of those held, in the same buffers: ingest writes a part's
     /// ops a slice at a time ([`DERIVED_SLICE_ROWS`]), so only a slice of them is copied out at once.
     pub fn refill(&mut self, ops: &[derive::Op]) {
-        let OpColumns { names, local_names, labels, ints, floats, floats_known, is_async } = self;
-        names.iter_mut().chain(local_names.iter_mut()).chain(labels.iter_mut()).for_each(Vec::clear);
-        ints.iter_mut().for_each(Vec::clear);
-        floats.iter_mut().for_each(Vec::clear);
-        floats_known.iter_mut().chain(std::iter::once(is_async)).for_each(Vec::clear);
-        self.extend(ops);
-    }
-
-    fn extend(&mut self, ops: &[derive::Op]) {
         let c = self;
+        c.names.iter_mut().for_each(Vec::clear);
+        c.local_names.iter_mut().for_each(Vec::clear);
+        c.labels.iter_mut().for_each(Vec::clear);
+        c.ints.iter_mut().for_each(Vec::clear);
+        c.floats.iter_mut().for_each(Vec::clear);
+        c.floats_known.iter_mut().for_each(Vec::clear);
+        c.is_async.clear();
         for o in ops {
             for (col, v) in c.names.iter_mut().zip([o.host, o.device, o.line, o.name, o.hlo_op, o.hlo_module, o.opcode, o.hlo_category, o.tf_op, o.shape]) {
                 col.push(v);
