@@ -121,42 +121,85 @@ impl Nullable for i64 {
     const NULL: i64 = NULL_I64;
 }
 
-/// An event column that most events leave null (stats such as `hlo_op` or `step`): it holds
-/// the values of events `0..k` only, where event `k - 1` is the last one given a value; every
-/// later event is null. Appending an event writes nothing, and a capture's host threads
-/// (mostly TraceMe events without these stats) leave most chunks' columns empty.
+/// An event column that most events leave null (stats such as `hlo_op` or `step`). Values
+/// are given in event order (each `set` is of the latest event), and the column holds them in
+/// one of two forms:
+/// - **bitmap** (from its first value): a bit per event up to the last with a value, and the
+///   values of those bits only. A CPU capture's XLA threads give `hlo_op`, `hlo_module`,
+///   `program_id` and `device_ordinal` to one event in five: the nulls between cost a bit each,
+///   not a slot each (~4 times less memory first touched).
+/// - **dense** (once a column turns out nearly full, [`DENSE_AT`]): the values of events
+///   `0..k` with nulls among them, where event `k - 1` is the last one given a value; `src`,
+///   on nearly every CPU event, is read faster this way.
+///
+/// Either way a chunk whose events leave a column null holds nothing for it, and every event
+/// past the last value is null.
 #[derive(Debug, Clone)]
 pub struct SparseColumn<T> {
+    /// Dense form: the values of events `0..k`. Bitmap form: the values of the set bits, in
+    /// event order.
     values: Vec<T>,
+    /// Bitmap form: bit `i % 64` of word `i / 64` says event `i` has a value. Empty in the
+    /// dense form.
+    present: Vec<u64>,
+    /// Bitmap form: how many values the words before each word hold.
+    ranks: Vec<u32>,
 }
+
+/// A column in bitmap form turns dense when at least this share of its events have values
+/// (checked as its bitmap reaches 16, 32, 64, … words): a dense slot costs what a value
+/// costs, a bitmap value that plus a bit and a slower read.
+const DENSE_AT: (usize, usize) = (7, 8);
 
 impl<T> Default for SparseColumn<T> {
     fn default() -> Self {
-        SparseColumn { values: Vec::new() }
+        SparseColumn { values: Vec::new(), present: Vec::new(), ranks: Vec::new() }
     }
 }
 
 impl<T: Nullable> SparseColumn<T> {
     #[inline]
     pub fn get(&self, i: usize) -> T {
-        self.values.get(i).copied().unwrap_or(T::NULL)
+        if self.present.is_empty() {
+            return self.values.get(i).copied().unwrap_or(T::NULL);
+        }
+        match self.present.get(i / 64) {
+            Some(&word) if word >> (i % 64) & 1 == 1 => self.values[self.ranks[i / 64] as usize + (word & ((1u64 << (i % 64)) - 1)).count_ones() as usize],
+            _ => T::NULL,
+        }
     }
-    /// Sets event `i` of a chunk expecting `capacity` events in all (room for them is made
-    /// at the first value, rather than by doubling).
+    /// Whether event `i` has a value (`get(i)` is not null).
+    #[inline]
+    pub fn is_set(&self, i: usize) -> bool {
+        if self.present.is_empty() {
+            return self.values.get(i).is_some_and(|&v| v != T::NULL);
+        }
+        self.present.get(i / 64).is_some_and(|word| word >> (i % 64) & 1 == 1)
+    }
+    /// Sets event `i` of a chunk expecting `capacity` events in all: the latest event given
+    /// a value, or a later one.
     #[inline]
     pub fn set(&mut self, i: usize, capacity: usize, value: T) {
-        if let Some(slot) = self.values.get_mut(i) {
+        if !self.present.is_empty() {
+            self.set_bit(i, capacity, value);
+        } else if let Some(slot) = self.values.get_mut(i) {
             *slot = value;
         } else if value != T::NULL {
             self.set_past_end(i, capacity, value);
         }
     }
-    /// [`SparseColumn::set`] of a value past the ones held (a null there is nothing to do:
-    /// most events' columns are null, and they take only the inlined test above).
+    /// [`SparseColumn::set`] of a value past the ones held in the dense form, or of the
+    /// column's first value (a null there is nothing to do: most events' columns are null,
+    /// and they take only the inlined test above).
     #[inline(never)]
     fn set_past_end(&mut self, i: usize, capacity: usize, value: T) {
-        if self.values.capacity() == 0 {
-            self.values.reserve_exact(capacity.max(i + 1));
+        if self.values.is_empty() {
+            // Room for every event: what is not used is reserved, never touched.
+            let capacity = capacity.max(i + 1);
+            self.values.reserve_exact(capacity);
+            self.present.reserve_exact(capacity.div_ceil(64));
+            self.ranks.reserve_exact(capacity.div_ceil(64));
+            return self.set_bit(i, capacity, value);
         }
         // Usually the event just before had a value too: nothing to fill.
         if self.values.len() < i {
@@ -164,32 +207,140 @@ impl<T: Nullable> SparseColumn<T> {
         }
         self.values.push(value);
     }
-    /// The values of events `rows`: what it holds of them, then nulls (a copy and a fill,
-    /// not a lookup an event).
-    pub fn range(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = T> + '_ {
-        let held = self.values.get(rows.start..self.values.len().clamp(rows.start, rows.end)).unwrap_or_default();
-        held.iter().copied().chain(std::iter::repeat_n(T::NULL, rows.len() - held.len()))
+    /// [`SparseColumn::set`] in the bitmap form.
+    fn set_bit(&mut self, i: usize, capacity: usize, value: T) {
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        if self.present.get(w).is_some_and(|word| word & bit != 0) {
+            // Set again: event `i` holds the last value.
+            debug_assert_eq!(self.extent(), i + 1, "values are set in event order");
+            if value != T::NULL {
+                *self.values.last_mut().expect("a set bit has a value") = value;
+            } else {
+                self.values.pop();
+                self.present[w] &= !bit;
+            }
+            return;
+        }
+        if value == T::NULL {
+            return;
+        }
+        debug_assert!(i >= self.extent(), "values are set in event order");
+        if w >= self.present.len() {
+            if w >= 16 && w.is_power_of_two() && self.values.len() * DENSE_AT.1 >= i * DENSE_AT.0 {
+                self.make_dense(capacity);
+                return self.set_past_end(i, capacity, value);
+            }
+            let rank = self.values.len() as u32;
+            self.present.resize(w + 1, 0);
+            self.ranks.resize(w + 1, rank);
+        }
+        self.present[w] |= bit;
+        self.values.push(value);
     }
-    /// The values held (events `0..k`; every later event is null).
-    pub fn held(&self) -> &[T] {
+    /// Turns the bitmap form into the dense form, with room for `capacity` events.
+    fn make_dense(&mut self, capacity: usize) {
+        let end = self.extent();
+        let mut dense = Vec::with_capacity(capacity.max(end));
+        self.append_range(0..end, &mut dense);
+        *self = SparseColumn { values: dense, present: Vec::new(), ranks: Vec::new() };
+    }
+    /// One past the last event with a value (0 if none).
+    pub fn extent(&self) -> usize {
+        match self.present.last() {
+            None => self.values.len(),
+            Some(&word) => (self.present.len() - 1) * 64 + (64 - word.leading_zeros() as usize),
+        }
+    }
+    /// Appends the values of events `rows` to `out`, nulls included.
+    pub fn append_range(&self, rows: std::ops::Range<usize>, out: &mut Vec<T>) {
+        let first = out.len();
+        if self.present.is_empty() {
+            let held = self.values.get(rows.start..self.values.len().clamp(rows.start, rows.end)).unwrap_or_default();
+            out.extend_from_slice(held);
+            out.resize(first + rows.len(), T::NULL);
+            return;
+        }
+        out.resize(first + rows.len(), T::NULL);
+        let out = &mut out[first..];
+        // The set bits of the words over `rows`, each word's first value found by its rank.
+        for w in rows.start / 64..self.present.len().min(rows.end.div_ceil(64)) {
+            let word_start = w * 64;
+            let below_rows = if rows.start > word_start { (1u64 << (rows.start - word_start)) - 1 } else { 0 };
+            let mut k = self.ranks[w] as usize + (self.present[w] & below_rows).count_ones() as usize;
+            let mut bits = self.present[w] & !below_rows;
+            while bits != 0 {
+                let i = word_start + bits.trailing_zeros() as usize;
+                if i >= rows.end {
+                    break;
+                }
+                out[i - rows.start] = self.values[k];
+                k += 1;
+                bits &= bits - 1;
+            }
+        }
+    }
+    /// The values of events `rows`, nulls included.
+    pub fn range(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = T> + '_ {
+        rows.map(|i| self.get(i))
+    }
+    /// The values of events `rows` as they are held, where the column holds them so (the
+    /// dense form, up to its last value).
+    pub fn dense_slice(&self, rows: std::ops::Range<usize>) -> Option<&[T]> {
+        if self.present.is_empty() {
+            self.values.get(rows)
+        } else {
+            None
+        }
+    }
+    /// The values held, in event order (nulls among them in the dense form).
+    pub fn values(&self) -> &[T] {
         &self.values
     }
-    /// The values held, to change in place.
-    pub fn dense_mut(&mut self) -> &mut [T] {
+    /// The values held, to change in place (nulls among them in the dense form).
+    pub fn values_mut(&mut self) -> &mut [T] {
         &mut self.values
+    }
+    /// Calls `f` with each event that has a value and its value, in event order.
+    pub fn for_each_value(&self, mut f: impl FnMut(usize, T)) {
+        if self.present.is_empty() {
+            for (i, &v) in self.values.iter().enumerate() {
+                if v != T::NULL {
+                    f(i, v);
+                }
+            }
+            return;
+        }
+        let mut values = self.values.iter();
+        for (w, &word) in self.present.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                f(w * 64 + bits.trailing_zeros() as usize, *values.next().expect("a value per set bit"));
+                bits &= bits - 1;
+            }
+        }
     }
     /// `pieces` one after another (`lens`: their event counts), each piece's column freed once copied.
     fn concat(pieces: Vec<SparseColumn<T>>, lens: &[usize]) -> SparseColumn<T> {
-        if pieces.iter().all(|p| p.values.is_empty()) {
-            return SparseColumn::default();
+        let total = lens.iter().sum();
+        if pieces.iter().all(|p| p.present.is_empty()) {
+            if pieces.iter().all(|p| p.values.is_empty()) {
+                return SparseColumn::default();
+            }
+            let mut values = Vec::with_capacity(total);
+            for (piece, &len) in pieces.into_iter().zip(lens) {
+                let end = values.len() + len;
+                values.extend_from_slice(&piece.values);
+                values.resize(end, T::NULL);
+            }
+            return SparseColumn { values, present: Vec::new(), ranks: Vec::new() };
         }
-        let mut values = Vec::with_capacity(lens.iter().sum());
+        let mut out = SparseColumn::default();
+        let mut base = 0;
         for (piece, &len) in pieces.into_iter().zip(lens) {
-            let end = values.len() + len;
-            values.extend_from_slice(&piece.values);
-            values.resize(end, T::NULL);
+            piece.for_each_value(|i, v| out.set(base + i, total, v));
+            base += len;
         }
-        SparseColumn { values }
+        out
     }
     fn permute(&mut self, order: &[u32]) {
         *self = self.picked(order);
@@ -199,7 +350,17 @@ impl<T: Nullable> SparseColumn<T> {
         if self.values.is_empty() {
             return SparseColumn::default();
         }
-        SparseColumn { values: rows.iter().map(|&i| self.get(i as usize)).collect() }
+        if self.present.is_empty() {
+            return SparseColumn { values: rows.iter().map(|&i| self.get(i as usize)).collect(), present: Vec::new(), ranks: Vec::new() };
+        }
+        let mut out = SparseColumn::default();
+        for (k, &i) in rows.iter().enumerate() {
+            let v = self.get(i as usize);
+            if v != T::NULL {
+                out.set(k, rows.len(), v);
+            }
+        }
+        out
     }
 }
 
@@ -352,6 +513,14 @@ impl EventChunk {
         self.arg_offsets.reserve(n);
     }
 
+    /// Room for `args` more args of `value_bytes` text in all: made once, where the caller
+    /// can bound them, rather than by doubling (each doubling copies and touches fresh pages).
+    pub fn reserve_args(&mut self, args: usize, value_bytes: usize) {
+        self.arg_key.reserve(args);
+        self.arg_value_offsets.reserve(args);
+        self.arg_value_bytes.reserve(value_bytes);
+    }
+
     /// The events of `pieces` one after another (strings already in one pool; no nesting
     /// yet). Built a column at a time, each piece's column freed once copied, so the peak is
     /// the pieces plus one column rather than twice the events.
@@ -459,12 +628,12 @@ impl EventChunk {
         let remap: Vec<u32> = (0..self.local_strings.len() as u32).map(|i| pool.intern(self.local_strings.get(i).unwrap())).collect();
         for col in [
             &mut self.name[..],
-            self.display_name.dense_mut(),
-            self.category.dense_mut(),
-            self.hlo_op.dense_mut(),
-            self.hlo_module.dense_mut(),
-            self.tf_op.dense_mut(),
-            self.src.dense_mut(),
+            self.display_name.values_mut(),
+            self.category.values_mut(),
+            self.hlo_op.values_mut(),
+            self.hlo_module.values_mut(),
+            self.tf_op.values_mut(),
+            self.src.values_mut(),
             &mut self.arg_key[..],
         ] {
             for id in col.iter_mut() {
@@ -718,5 +887,117 @@ impl Capture {
             carried_parents: std::mem::take(&mut self.carried_parents),
             window: self.window.take(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A column built by `set` calls of events `0..len` at the given density, and the same
+    /// values as a plain vector of options (the reference).
+    fn column(seed: u64, len: usize, per_mille: u64) -> (SparseColumn<i64>, Vec<Option<i64>>) {
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut col = SparseColumn::default();
+        let reference = (0..len)
+            .map(|i| {
+                if next() % 1000 >= per_mille {
+                    if next() % 4 == 0 {
+                        col.set(i, len, NULL_I64);
+                    }
+                    return None;
+                }
+                let v = (next() % 100) as i64;
+                col.set(i, len, v);
+                // A stat set again on the same event: the later value wins, a null clears it.
+                match next() % 8 {
+                    0 => {
+                        col.set(i, len, v + 1);
+                        Some(v + 1)
+                    }
+                    1 => {
+                        col.set(i, len, NULL_I64);
+                        None
+                    }
+                    _ => Some(v),
+                }
+            })
+            .collect();
+        (col, reference)
+    }
+
+    fn assert_same(col: &SparseColumn<i64>, reference: &[Option<i64>], what: &str) {
+        let null = |v: &Option<i64>| v.unwrap_or(NULL_I64);
+        for (i, v) in reference.iter().enumerate() {
+            assert_eq!(col.get(i), null(v), "{what}: get({i})");
+            assert_eq!(col.is_set(i), v.is_some(), "{what}: is_set({i})");
+        }
+        assert_eq!(col.get(reference.len() + 100), NULL_I64, "{what}: past the end");
+        let last = reference.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        assert!(col.extent() >= last && reference[last..col.extent().min(reference.len())].iter().all(Option::is_none), "{what}: extent");
+        let mut seen = Vec::new();
+        col.for_each_value(|i, v| seen.push((i, v)));
+        let expected: Vec<(usize, i64)> = reference.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))).collect();
+        assert_eq!(seen, expected, "{what}: for_each_value");
+        let n = reference.len();
+        for rows in [0..n, 0..0, n / 3..n / 2, n.min(63)..n.min(129), n.min(1)..n.saturating_sub(1).max(n.min(1)), n..n + 70] {
+            let mut out = vec![-5];
+            col.append_range(rows.clone(), &mut out);
+            let want: Vec<i64> = std::iter::once(-5).chain(rows.clone().map(|i| reference.get(i).map_or(NULL_I64, null))).collect();
+            assert_eq!(out, want, "{what}: append_range({rows:?})");
+            assert!(col.range(rows.clone()).eq(want[1..].iter().copied()), "{what}: range({rows:?})");
+            if let Some(lent) = col.dense_slice(rows.clone()) {
+                assert_eq!(lent, &want[1..], "{what}: dense_slice({rows:?})");
+            }
+        }
+    }
+
+    #[test]
+    fn a_sparse_column_reads_back_what_was_set_at_every_density() {
+        for (seed, per_mille) in [(1, 0), (2, 3), (3, 200), (4, 500), (5, 900), (6, 1000)] {
+            for len in [1, 64, 65, 1000, 5000] {
+                let (col, reference) = column(seed * 7919 + len as u64, len, per_mille);
+                assert_same(&col, &reference, &format!("{per_mille}‰ of {len}"));
+            }
+        }
+    }
+
+    #[test]
+    fn a_nearly_full_column_turns_dense_and_a_sparse_one_stays_a_bitmap() {
+        let (full, _) = column(11, 5000, 1000);
+        assert!(full.dense_slice(0..10).is_some());
+        let (sparse, _) = column(12, 5000, 200);
+        assert!(sparse.dense_slice(0..10).is_none());
+        assert!(sparse.values().len() < 5000 / 3, "only the values are held");
+    }
+
+    #[test]
+    fn sparse_columns_concatenate_and_permute_in_either_form() {
+        let pieces = [(21, 700, 0), (22, 0, 1000), (23, 100, 300), (24, 1, 1000), (25, 130, 900)];
+        let (mut cols, mut reference, mut lens) = (Vec::new(), Vec::new(), Vec::new());
+        for (seed, len, per_mille) in pieces {
+            let (c, r) = column(seed, len, per_mille);
+            cols.push(c);
+            reference.extend(r);
+            lens.push(len);
+        }
+        let joined = SparseColumn::concat(cols, &lens);
+        assert_same(&joined, &reference, "concat");
+        let all_dense: Vec<SparseColumn<i64>> = [1000, 1000].iter().map(|&n| column(26, n, 1000).0).collect();
+        let dense_reference: Vec<Option<i64>> = [1000, 1000].iter().flat_map(|&n| column(26, n, 1000).1).collect();
+        assert_same(&SparseColumn::concat(all_dense, &[1000, 1000]), &dense_reference, "concat of dense pieces");
+
+        let order: Vec<u32> = (0..reference.len() as u32).rev().step_by(3).chain((0..reference.len() as u32).step_by(3)).collect();
+        let mut permuted = joined.clone();
+        permuted.permute(&order);
+        let permuted_reference: Vec<Option<i64>> = order.iter().map(|&i| reference[i as usize]).collect();
+        assert_same(&permuted, &permuted_reference, "permute");
+        assert!(SparseColumn::<i64>::default().picked(&[0, 1]).values().is_empty());
     }
 }

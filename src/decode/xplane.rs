@@ -144,6 +144,11 @@ struct LineJob<'a> {
     plane: usize,
 }
 
+/// The fewest bytes an event's stat with a metadata id takes in its line (its field key and
+/// length, the id's key and a one-byte id, a value's key and a one-byte value): what a unit's
+/// args are reserved by.
+const MIN_STAT_BYTES: usize = 6;
+
 /// Events between two marks of a [`LineJob`]; units of work start at multiples of it.
 const EVENTS_PER_MARK: usize = 1024;
 
@@ -1230,6 +1235,11 @@ fn ps_to_ns(ps: i128) -> i64 {
 /// Decodes events `range` of one line (no sorting or nesting yet).
 fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], pool: &StringPool) -> Result<EventChunk> {
     let mut chunk = EventChunk::with_capacity(range.len());
+    // The events' own stats are at most span / MIN_STAT_BYTES args, their text guessed at half
+    // the span (a varint's digits, a string's bytes): reserved, not touched, so what is not
+    // used costs no page, and what is used is not copied as it grows.
+    let span = job.mark(range.end) - job.mark(range.start);
+    chunk.reserve_args(span / MIN_STAT_BYTES, span / 2);
     let mut fields = job.fields_from(range.start)?;
     let mut next_event = || next_event_field(&mut fields);
     let mut scratch = String::new();

@@ -471,7 +471,7 @@ pub fn prepare_strings(capture: &mut Capture) -> PoolIds {
     // wait: it reads the args and ordinals held rather than every event.
     for chunk in &capture.chunks {
         let mut last = NULL_I64;
-        for &o in chunk.device_ordinal.held() {
+        for &o in chunk.device_ordinal.values() {
             if o != last {
                 last = o;
                 if o != NULL_I64 && !ordinals.contains(&o) {
@@ -987,7 +987,7 @@ impl Deriver {
                             .clone()
                             .filter(|&i| match line_kinds[chunk.line[i] as usize] {
                                 (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
-                                (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.get(i) != NO_STR,
+                                (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.is_set(i),
                                 (PlaneKind::Other, _) => false,
                             })
                             .map(|i| (*ci as u32, i as u32)),
@@ -2041,10 +2041,10 @@ fn collect_steps(capture: &Capture, roles: &LineRoles) -> (Vec<Step>, Vec<Step>)
         let mut seq_by_line: HashMap<u32, i64> = HashMap::new();
         // Events past the chunk's last step value can only be steps on a `Steps` line.
         let has_steps_line = chunk.line_runs().any(|(line, _)| roles.steps[line as usize]);
-        let looked_at = if has_steps_line { chunk.len() } else { chunk.step.held().len() };
+        let looked_at = if has_steps_line { chunk.len() } else { chunk.step.extent() };
         for i in 0..looked_at {
             // Most events are neither: the plane is looked up only for those that may be.
-            let annotated = chunk.step.get(i) != NULL_I64 && chunk.dur_ns[i] > 0;
+            let annotated = chunk.step.is_set(i) && chunk.dur_ns[i] > 0;
             if !annotated && !roles.steps[chunk.line[i] as usize] {
                 continue;
             }

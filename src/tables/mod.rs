@@ -288,13 +288,14 @@ fn refill_runs<T: Clone>(buffer: &mut Vec<T>, line_runs: &[(u32, std::ops::Range
     }
 }
 
-/// A sparse column's values of `rows`: lent from the column where it holds them all, else
-/// copied into `buffer` with the nulls past what it holds.
+/// A sparse column's values of `rows`: lent from the column where it holds them so, else
+/// written into `buffer`, nulls included.
 fn dense<'a, T: Nullable>(column: &'a SparseColumn<T>, rows: std::ops::Range<usize>, buffer: &'a mut Vec<T>) -> &'a [T] {
-    match column.held().get(rows.clone()) {
+    match column.dense_slice(rows.clone()) {
         Some(held) => held,
         None => {
-            refill(buffer, column.range(rows));
+            buffer.clear();
+            column.append_range(rows, buffer);
             buffer
         }
     }
