@@ -3,7 +3,7 @@
 use crate::decode::{self, InputError, LoadError, PartSink};
 use crate::model::{ArgsKept, Capture};
 use crate::store::{self, Staged, Store};
-use crate::tables::{self, derive::Deriver, GapColumns, OpColumns, RunInfo, RunTables};
+use crate::tables::{self, derive, derive::Deriver, GapColumns, OpColumns, RunInfo, RunTables};
 use crate::timing::stage_done;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -219,29 +219,27 @@ impl PartSink for StagingSink<'_> {
                 Ok(rows)
             });
             let mut clock = std::time::Instant::now();
-            let part = deriver.part(capture, &ids);
-            stage_done("  part derive", &mut clock);
             // `ops` is written from its columns, a slice of ops at a time, on a thread of its
-            // own while the other tables are built and written here.
+            // own as soon as the ops are final, while the rest of the part is derived here.
+            let write_ops: derive::WithOps = Box::new(|ops, named| {
+                let mut columns = OpColumns::with_capacity(ops.len().min(tables::DERIVED_SLICE_ROWS));
+                write_in_slices(staged, "ops", ops, |writer, slice| {
+                    columns.refill(slice);
+                    writer.write_rows(slice.len(), &columns.rows(capture, named))
+                })
+            });
+            let (part, ops_written) = deriver.part_with(capture, &ids, Some(write_ops));
+            stage_done("  part derive", &mut clock);
+            ops_written.expect("ops handed over")?;
             let part = &part;
-            std::thread::scope(|inner| -> Result<(), String> {
-                let ops_writer = inner.spawn(|| {
-                    let mut columns = OpColumns::with_capacity(part.ops.len().min(tables::DERIVED_SLICE_ROWS));
-                    write_in_slices(staged, "ops", &part.ops, |writer, slice| {
-                        columns.refill(slice);
-                        writer.write_rows(slice.len(), &columns.rows(capture, part))
-                    })
-                });
-                let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::DERIVED_SLICE_ROWS));
-                write_in_slices(staged, "gaps", &part.gaps, |writer, slice| {
-                    gap_columns.refill(part, slice);
-                    writer.write_rows(slice.len(), &gap_columns.rows(capture, part))
-                })?;
-                let mut others = tables::part_small_tables(capture, part).map_err(|e| format!("building tables: {e}"))?;
-                others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
-                store.write_tables(staged, &others.tables)?;
-                ops_writer.join().map_err(|_| "ops writer panicked".to_string())?
+            let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::DERIVED_SLICE_ROWS));
+            write_in_slices(staged, "gaps", &part.gaps, |writer, slice| {
+                gap_columns.refill(part, slice);
+                writer.write_rows(slice.len(), &gap_columns.rows(capture, part))
             })?;
+            let mut others = tables::part_small_tables(capture, part).map_err(|e| format!("building tables: {e}"))?;
+            others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
+            store.write_tables(staged, &others.tables)?;
             stage_done("  part tables written", &mut clock);
             Ok((events.join().map_err(|_| "events writer panicked".to_string())??, part.ops.len()))
         })?;

@@ -1369,7 +1369,7 @@ mod tests {
             let part = Deriver::new().part(&capture, &crate::tables::derive::pool_ids(&capture.strings));
             let ops = OpColumns::of(&part);
             let mut file = table_file("ops", "op-rows");
-            file.0.write_rows(ops.len(), &ops.rows(&capture, &part)).unwrap();
+            file.0.write_rows(ops.len(), &ops.rows(&capture, &part.strings.values)).unwrap();
             let batches = part_tables(&capture, &part).unwrap();
             assert_reads_back_as(file, batches.get("ops").unwrap(), 1000);
         }

@@ -670,6 +670,20 @@ pub struct PartDerived {
     pub chunk_base: Vec<i64>,
 }
 
+/// What takes a part's final ops, and the strings they name by index, beside the rest of the
+/// derivation ([`Deriver::part_with`]).
+pub type WithOps<'o> = Box<dyn FnOnce(&[Op], &dyn crate::tables::columns::Strings) -> Result<(), String> + Send + 'o>;
+
+/// What [`Deriver::derive_from_ops`] makes of a part's final ops.
+struct FromOps {
+    carried_ops: Vec<Op>,
+    op_totals: Vec<OpTotal>,
+    gaps: Vec<Gap>,
+    gap_totals: Vec<GapTotal>,
+    collectives: Vec<Collective>,
+    event_totals: Vec<EventTotal>,
+}
+
 /// The tables made of a part's ops ([`crate::tables::part_tables`]), in the order both that
 /// and [`PartDerived::table_rows`] give them.
 pub const PART_TABLES: [&str; 6] = ["ops", "collectives", "gaps", "event_totals", "op_totals", "gap_totals"];
@@ -903,6 +917,13 @@ impl Deriver {
     /// into the run's state. `pool_ids` comes from [`prepare_strings`] on this part (or
     /// [`pool_ids`] after it).
     pub fn part(&mut self, capture: &Capture, pool_ids: &PoolIds) -> PartDerived {
+        self.part_with(capture, pool_ids, None).0
+    }
+
+    /// [`Deriver::part`], handing the part's ops to `with_ops` as soon as they are final, with
+    /// the strings of [`PartDerived::strings`] they name, on a thread beside the rest of the
+    /// derivation (ingest writes the `ops` table there). Returns what `with_ops` returned.
+    pub fn part_with<'o>(&mut self, capture: &Capture, pool_ids: &PoolIds, with_ops: Option<WithOps<'o>>) -> (PartDerived, Option<Result<(), String>>) {
         let mut clock = std::time::Instant::now();
         let chunk_base = chunk_bases(capture, self.next_event_id);
         let roles = LineRoles::of(capture);
@@ -1051,28 +1072,46 @@ impl Deriver {
         assign_steps(&mut ops, &known_steps);
 
         crate::timing::stage_done("    derive: strings, devices, step numbers", &mut clock);
+        // The ops are final: `with_ops` takes them (and the strings they name as they are now)
+        // on a thread of its own while the rest is derived from them.
+        let named = if with_ops.is_some() { strings.values.clone() } else { Vec::new() };
+        let (rest, beside) = std::thread::scope(|s| {
+            let beside = with_ops.map(|f| {
+                let (ops, named) = (&ops, &named);
+                s.spawn(move || f(ops, named))
+            });
+            let rest = self.derive_from_ops(capture, &ops, &mut strings, first_new_device_step);
+            (rest, beside.map(|b| b.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+        });
+        crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
+        let FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals } = rest;
+        (PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }, beside)
+    }
+
+    /// What the part's final ops give (gaps, totals, collectives, step activity, regions,
+    /// attribution), folded into the run's state where it spans parts.
+    fn derive_from_ops(&mut self, capture: &Capture, ops: &[Op], strings: &mut LocalStrings, first_new_device_step: usize) -> FromOps {
         // What folds into the run's state, beside the part's own gaps and totals.
         // Ops of earlier windows that gaps still pending refer to: after this part's own ops.
         let gap_carry = &mut std::mem::take(&mut self.windows.gaps);
-        let mut carried_ops: Vec<Op> = std::mem::take(&mut gap_carry.markers).into_iter().map(|op| landed_op(op, &mut strings)).collect();
+        let mut carried_ops: Vec<Op> = std::mem::take(&mut gap_carry.markers).into_iter().map(|op| landed_op(op, strings)).collect();
         let last_window = capture.window.is_none_or(|w| w.last);
         let collective_carry = &mut std::mem::take(&mut self.windows.collectives);
         let (((gaps, gap_totals), event_totals), (collectives, op_totals)) = crate::work_queue::join(
             || {
-                let gaps = find_gaps(capture, &ops, carried_ops.len(), gap_carry, last_window);
-                let gap_totals = gap_totals(&gaps, |k| op_at(&ops, &carried_ops, k));
-                ((gaps, gap_totals), event_totals(capture, &ops))
+                let gaps = find_gaps(capture, ops, carried_ops.len(), gap_carry, last_window);
+                let gap_totals = gap_totals(&gaps, |k| op_at(ops, &carried_ops, k));
+                ((gaps, gap_totals), event_totals(capture, ops))
             },
             || {
-                let collectives = collectives_of(&ops, collective_carry, last_window);
-                let op_totals = op_totals(&ops);
-                self.fold_step_activity(&ops, first_new_device_step, capture.window);
-                self.fold_regions(&ops, &strings);
-                self.note_op_attribution(capture, &ops);
+                let collectives = collectives_of(ops, collective_carry, last_window);
+                let op_totals = op_totals(ops);
+                self.fold_step_activity(ops, first_new_device_step, capture.window);
+                self.fold_regions(ops, strings);
+                self.note_op_attribution(capture, ops);
                 (collectives, op_totals)
             },
         );
-        crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
         for t in &event_totals {
             self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
         }
@@ -1084,15 +1123,15 @@ impl Deriver {
         }
         let mut markers: Vec<(usize, usize)> = marker_index.into_iter().map(|(k, j)| (j, k)).collect();
         markers.sort_unstable();
-        gap_carry.markers = markers.into_iter().map(|(_, k)| carried_op(op_at(&ops, &carried_ops, k), &strings)).collect();
+        gap_carry.markers = markers.into_iter().map(|(_, k)| carried_op(op_at(ops, &carried_ops, k), strings)).collect();
         self.windows.gaps = std::mem::take(gap_carry);
         // A window's totals wait for its group's last window.
         let (op_totals, gap_totals, event_totals) = match capture.window {
             None => (op_totals, gap_totals, event_totals),
             Some(window) => {
-                self.windows.totals.fold(&ops, &carried_ops, &strings, op_totals, gap_totals, event_totals);
+                self.windows.totals.fold(ops, &carried_ops, strings, op_totals, gap_totals, event_totals);
                 if window.last {
-                    std::mem::take(&mut self.windows.totals).finish(ops.len(), &mut carried_ops, &mut strings)
+                    std::mem::take(&mut self.windows.totals).finish(ops.len(), &mut carried_ops, strings)
                 } else {
                     Default::default()
                 }
@@ -1102,7 +1141,7 @@ impl Deriver {
         if last_window {
             self.windows = WindowCarry::default();
         }
-        PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }
+        FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`

@@ -490,9 +490,9 @@ impl OpColumns {
     }
 
     /// The columns in schema order, for [`crate::store::PartWriter::write_rows`].
-    pub fn rows<'s>(&'s self, capture: &'s Capture, d: &'s derive::PartDerived) -> Vec<RowValues<'s>> {
+    /// `locals`: the strings of [`derive::PartDerived::strings`] the ops name by index.
+    pub fn rows<'s>(&'s self, capture: &'s Capture, locals: &'s dyn Strings) -> Vec<RowValues<'s>> {
         let pool: &'s dyn Strings = &capture.strings;
-        let locals: &'s dyn Strings = &d.strings.values;
         let labels: &'s dyn Strings = &derive::LABEL_TEXTS;
         let [host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, shape] = &self.names;
         let [region_path, source] = &self.local_names;
