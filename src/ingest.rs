@@ -209,8 +209,8 @@ impl PartSink for StagingSink<'_> {
         let staged = self.staged.as_ref().expect("staged above");
         let deriver = &mut self.deriver;
         // The events table (most of the bytes) is built and written while the part's ops are
-        // derived and written on this thread. Tables without rows here write no file (each
-        // table gets at least one when the run is finished).
+        // derived here and written beside. Tables without rows here write no file (each table
+        // gets at least one when the run is finished).
         let (events, ops) = std::thread::scope(|s| -> Result<(usize, usize), String> {
             let events = s.spawn(|| -> Result<usize, String> {
                 let mut clock = std::time::Instant::now();

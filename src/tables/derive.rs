@@ -1081,7 +1081,7 @@ impl Deriver {
                 s.spawn(move || f(ops, named))
             });
             let rest = self.derive_from_ops(capture, &ops, &mut strings, first_new_device_step);
-            (rest, beside.map(|b| b.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+            (rest, beside.map(|b| b.join().unwrap_or_else(|_| Err("the thread given the part's ops panicked".to_string()))))
         });
         crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
         let FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals } = rest;
