@@ -244,7 +244,9 @@ impl<T: Nullable> SparseColumn<T> {
         self.append_range(0..end, &mut dense);
         *self = SparseColumn { values: dense, present: Vec::new(), ranks: Vec::new() };
     }
-    /// One past the last event with a value (0 if none).
+    /// An end past which every event is null: one past the last event with a value (0 if
+    /// none). Where the last value set was cleared again, it may be later than that: the
+    /// start of the bitmap word left empty, or one past the cleared dense slot.
     pub fn extent(&self) -> usize {
         match self.present.last() {
             None => self.values.len(),
