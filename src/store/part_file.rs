@@ -44,12 +44,16 @@ use parquet::file::statistics::Statistics;
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 use std::fs::File;
+use std::io::BufWriter;
 use std::sync::Arc;
+
+/// Bytes gathered for each write of a part file.
+const FILE_BUFFER_BYTES: usize = 1 << 20;
 
 /// A Parquet file being written: row groups of at most the properties' row count, each
 /// built from the batches given to [`PartFile::write`].
 pub struct PartFile {
-    file: SerializedFileWriter<File>,
+    file: SerializedFileWriter<BufWriter<File>>,
     schema: SchemaRef,
     props: WriterPropertiesPtr,
     factory: ArrowRowGroupWriterFactory,
@@ -85,7 +89,9 @@ impl PartFile {
         let parquet_schema = ArrowSchemaConverter::new().with_coerce_types(props.coerce_types()).convert(&schema)?;
         add_encoded_arrow_schema_to_metadata(&schema, &mut props);
         let props = Arc::new(props);
-        let file = SerializedFileWriter::new(file, parquet_schema.root_schema_ptr(), props.clone())?;
+        // The writer's own buffer is 8 KiB, which a column chunk passes through: the file's
+        // writes are gathered into larger ones here (a chunk of several MB took hundreds).
+        let file = SerializedFileWriter::new(BufWriter::with_capacity(FILE_BUFFER_BYTES, file), parquet_schema.root_schema_ptr(), props.clone())?;
         let mut field_leaves = vec![0..0; schema.fields().len()];
         for leaf in 0..parquet_schema.num_columns() {
             let leaves = &mut field_leaves[parquet_schema.get_column_root_idx(leaf)];
@@ -191,7 +197,7 @@ impl PartFile {
     /// Writes the last row group and the footer.
     pub fn finish(mut self) -> Result<File> {
         self.flush_group()?;
-        self.file.into_inner()
+        self.file.into_inner()?.into_inner().map_err(|e| ParquetError::External(Box::new(e.into_error())))
     }
 
     fn new_group(&self) -> Result<RowGroup> {
