@@ -537,10 +537,36 @@ impl NameColumn {
     }
 
     /// Adds rows of ids of `strings` (an id it does not hold is null).
+    ///
+    /// A page's keys (and levels) are filled by one `extend` each rather than a row at a
+    /// time: the events table has eleven name columns of a million rows each.
     fn write_ids(&mut self, ids: &[u32], strings: &dyn Strings) -> Result<()> {
         self.remap.keyed_by(RemapSource::Strings(strings_address(strings)));
         let held = strings.count();
-        self.push_rows(ids.len(), |r| Some(ids[r] as usize).filter(|&id| id < held), |id| strings.text(id as u32).unwrap_or(""))
+        let present = |id: u32| (id as usize) < held;
+        let nullable = self.pages.descr.max_def_level() > 0;
+        if !nullable && !ids.iter().all(|&id| present(id)) {
+            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
+        }
+        let mut row = 0;
+        while row < ids.len() {
+            let rows = (self.page_rows_limit - self.page_rows).min(ids.len() - row);
+            let page = &ids[row..row + rows];
+            let NameColumn { remap, dictionary, page_keys, page_levels, .. } = self;
+            let key = |&id: &u32| remap.key(dictionary, id as usize, || strings.text(id).unwrap_or(""));
+            if nullable {
+                page_levels.extend(page.iter().map(|&id| present(id) as u8));
+                page_keys.extend(page.iter().filter(|&&id| present(id)).map(key));
+            } else {
+                page_keys.extend(page.iter().map(key));
+            }
+            self.page_rows += rows;
+            row += rows;
+            if self.page_rows == self.page_rows_limit {
+                self.finish_page()?;
+            }
+        }
+        Ok(())
     }
 
     /// Adds `len` rows: row `r` is the value of key `key_at(r)` (`value_of` gives it, the
