@@ -1304,29 +1304,49 @@ fn hybrid_sections(
 }
 
 /// Packs `count` values (zeros past the slice; `count` a multiple of eight) at `width` ≤ 32
-/// bits each, least significant bit first, eight bytes at a time.
+/// bits each, least significant bit first: each eight values make `width` bytes. One packer
+/// per width (dictionary keys and levels are packed by the million per ingest).
 fn bit_pack<T: Copy + Into<u32>>(values: &[T], count: usize, width: u8, out: &mut Vec<u8>) {
-    out.reserve(count * width as usize / 8);
-    let width = width as u32;
-    let (mut acc, mut bits) = (0u64, 0u32);
-    // A value's bits go into the word being filled, and those that do not fit start the next.
-    let mut put = |v: u64| {
-        acc |= v << bits;
-        bits += width;
-        if bits >= 64 {
-            out.extend_from_slice(&acc.to_le_bytes());
-            bits -= 64;
-            acc = if bits == 0 { 0 } else { v >> (width - bits) };
+    macro_rules! by_width {
+        ($($w:literal)*) => {
+            match width {
+                $($w => pack_eights::<T, $w>(values, count, out),)*
+                _ => unreachable!("keys and levels are 1 to 32 bits wide"),
+            }
+        };
+    }
+    by_width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
+}
+
+/// [`bit_pack`] at `W` bits: value `k` of each eight from bit `k × W` of its `W` bytes.
+#[inline(always)]
+fn pack_eights<T: Copy + Into<u32>, const W: usize>(values: &[T], count: usize, out: &mut Vec<u8>) {
+    out.reserve(count / 8 * W);
+    for start in (0..count).step_by(8) {
+        let mut eight = [0u64; 8];
+        for (k, v) in eight.iter_mut().enumerate() {
+            *v = values.get(start + k).map_or(0, |&v| v.into() as u64);
         }
-    };
-    for &v in values.iter().take(count) {
-        put(v.into() as u64);
+        let mut words = [0u64; 4];
+        macro_rules! each {
+            ($($k:literal)*) => {$(
+                {
+                    let (word, shift) = ($k * W / 64, $k * W % 64);
+                    words[word] |= eight[$k] << shift;
+                    // The bits that do not fit start the next word.
+                    if shift + W > 64 {
+                        words[word + 1] |= eight[$k] >> (64 - shift);
+                    }
+                }
+            )*};
+        }
+        each!(0 1 2 3 4 5 6 7);
+        let mut bytes = [0u8; 32];
+        for (b, w) in bytes.chunks_exact_mut(8).zip(words) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        out.extend_from_slice(&bytes[..W]);
     }
-    for _ in values.len().min(count)..count {
-        put(0);
-    }
-    // Eight values fill whole bytes: what is left is whole bytes too.
-    out.extend_from_slice(&acc.to_le_bytes()[..(bits / 8) as usize]);
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
