@@ -1756,6 +1756,34 @@ mod tests {
         }
     }
 
+    /// The key packer of each width against the bit-at-a-time reading of the format, with
+    /// zeros past the values given.
+    #[test]
+    fn keys_bit_pack_at_every_width_as_the_format_says() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for width in 1..=32u8 {
+            for len in [0usize, 5, 8, 13, 24] {
+                let values: Vec<u32> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        (seed & ((1u64 << width) - 1)) as u32
+                    })
+                    .collect();
+                let count = len.div_ceil(8).max(1) * 8;
+                let mut out = vec![0xCD];
+                bit_pack(&values, count, width, &mut out);
+                assert_eq!(out.len(), 1 + count / 8 * width as usize, "width {width}, len {len}");
+                let bit = |k: usize| (out[1 + k / 8] >> (k % 8)) & 1;
+                for i in 0..count {
+                    let read = (0..width as usize).fold(0u32, |v, b| v | (bit(i * width as usize + b) as u32) << b);
+                    assert_eq!(read, values.get(i).copied().unwrap_or(0), "width {width}, len {len}, value {i}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn bit_levels_encode_as_the_generic_encoder_does() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
