@@ -950,6 +950,20 @@ impl ScalarColumn<i64> {
     }
 }
 
+/// Ors `$values[i]` into `$words` from bit `i × $w`, for each listed `i` (the bits past a
+/// word start the next): with `$w` a constant, every shift and word is fixed when compiled.
+macro_rules! or_at_fixed_width {
+    ($values:ident, $words:ident, $w:ident; $($i:literal)*) => {$(
+        {
+            let (word, shift) = ($i * $w / 64, $i * $w % 64);
+            $words[word] |= $values[$i] << shift;
+            if shift + $w > 64 {
+                $words[word + 1] |= $values[$i] >> (64 - shift);
+            }
+        }
+    )*};
+}
+
 /// Values of a DELTA_BINARY_PACKED block, and of each of its miniblocks (arrow-rs's sizes).
 const DELTA_BLOCK: usize = 128;
 const DELTA_MINIBLOCKS: usize = 4;
@@ -1017,19 +1031,7 @@ fn pack_miniblock(values: &[u64; DELTA_MINIBLOCK], width: u8, out: &mut Vec<u8>)
 /// every shift and word is fixed when compiled.
 #[inline(always)]
 fn pack_at_width<const W: usize>(values: &[u64; DELTA_MINIBLOCK], words: &mut [u64; DELTA_MINIBLOCK]) {
-    macro_rules! each {
-        ($($i:literal)*) => {$(
-            {
-                let (word, shift) = ($i * W / 64, $i * W % 64);
-                words[word] |= values[$i] << shift;
-                // The bits that do not fit start the next word.
-                if shift + W > 64 {
-                    words[word + 1] |= values[$i] >> (64 - shift);
-                }
-            }
-        )*};
-    }
-    each!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+    or_at_fixed_width!(values, words, W; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -1328,19 +1330,7 @@ fn pack_eights<T: Copy + Into<u32>, const W: usize>(values: &[T], count: usize, 
             *v = values.get(start + k).map_or(0, |&v| v.into() as u64);
         }
         let mut words = [0u64; 4];
-        macro_rules! each {
-            ($($k:literal)*) => {$(
-                {
-                    let (word, shift) = ($k * W / 64, $k * W % 64);
-                    words[word] |= eight[$k] << shift;
-                    // The bits that do not fit start the next word.
-                    if shift + W > 64 {
-                        words[word + 1] |= eight[$k] >> (64 - shift);
-                    }
-                }
-            )*};
-        }
-        each!(0 1 2 3 4 5 6 7);
+        or_at_fixed_width!(eight, words, W; 0 1 2 3 4 5 6 7);
         let mut bytes = [0u8; 32];
         for (b, w) in bytes.chunks_exact_mut(8).zip(words) {
             b.copy_from_slice(&w.to_le_bytes());
