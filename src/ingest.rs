@@ -228,15 +228,29 @@ impl PartSink for StagingSink<'_> {
                     writer.write_rows(slice.len(), &columns.rows(capture, named))
                 })
             });
-            let (part, ops_written) = deriver.part_with(capture, &ids, Some(write_ops));
+            // `gaps` too, as soon as the part's gaps are found.
+            let write_gaps: derive::WithGaps = Box::new(|gaps, ops, named| {
+                let mut columns = GapColumns::with_capacity(gaps.len().min(tables::DERIVED_SLICE_ROWS));
+                write_in_slices(staged, "gaps", gaps, |writer, slice| {
+                    columns.refill_from(|k| &ops[k], slice);
+                    writer.write_rows(slice.len(), &columns.rows_naming(capture, named))
+                })
+            });
+            let (part, handed) = deriver.part_with(capture, &ids, Some((write_ops, write_gaps)));
             stage_done("  part derive", &mut clock);
-            ops_written.expect("ops handed over")?;
+            let handed = handed.expect("rows handed over");
+            handed.ops?;
             let part = &part;
-            let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::DERIVED_SLICE_ROWS));
-            write_in_slices(staged, "gaps", &part.gaps, |writer, slice| {
-                gap_columns.refill(part, slice);
-                writer.write_rows(slice.len(), &gap_columns.rows(capture, part))
-            })?;
+            match handed.gaps {
+                Some(written) => written?,
+                None => {
+                    let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::DERIVED_SLICE_ROWS));
+                    write_in_slices(staged, "gaps", &part.gaps, |writer, slice| {
+                        gap_columns.refill(part, slice);
+                        writer.write_rows(slice.len(), &gap_columns.rows(capture, part))
+                    })?;
+                }
+            }
             let mut others = tables::part_small_tables(capture, part).map_err(|e| format!("building tables: {e}"))?;
             others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
             store.write_tables(staged, &others.tables)?;

@@ -674,6 +674,17 @@ pub struct PartDerived {
 /// derivation ([`Deriver::part_with`]).
 pub type WithOps<'o> = Box<dyn FnOnce(&[Op], &dyn crate::tables::columns::Strings) -> Result<(), String> + Send + 'o>;
 
+/// What takes a part's gaps as soon as they are found, with the ops they refer to (by index)
+/// and the strings those name, while the rest of the part is derived ([`Deriver::part_with`]).
+pub type WithGaps<'o> = Box<dyn FnOnce(&[Gap], &[Op], &(dyn crate::tables::columns::Strings + Sync)) -> Result<(), String> + Send + 'o>;
+
+/// What [`WithOps`] and [`WithGaps`] returned; `gaps` is None where the gaps were not handed
+/// over (a time window's, which may refer to earlier windows' ops).
+pub struct Handed {
+    pub ops: Result<(), String>,
+    pub gaps: Option<Result<(), String>>,
+}
+
 /// What [`Deriver::derive_from_ops`] makes of a part's final ops.
 struct FromOps {
     carried_ops: Vec<Op>,
@@ -682,6 +693,8 @@ struct FromOps {
     gap_totals: Vec<GapTotal>,
     collectives: Vec<Collective>,
     event_totals: Vec<EventTotal>,
+    /// What [`WithGaps`] returned, if the gaps were handed to it.
+    gaps_handed: Option<Result<(), String>>,
 }
 
 /// The tables made of a part's ops ([`crate::tables::part_tables`]), in the order both that
@@ -922,8 +935,9 @@ impl Deriver {
 
     /// [`Deriver::part`], handing the part's ops to `with_ops` as soon as they are final, with
     /// the strings of [`PartDerived::strings`] they name, on a thread beside the rest of the
-    /// derivation (ingest writes the `ops` table there). Returns what `with_ops` returned.
-    pub fn part_with<'o>(&mut self, capture: &Capture, pool_ids: &PoolIds, with_ops: Option<WithOps<'o>>) -> (PartDerived, Option<Result<(), String>>) {
+    /// derivation (ingest writes the `ops` table there), and its gaps to `with_gaps` as soon
+    /// as they are found (ingest writes the `gaps` table there). Returns what they returned.
+    pub fn part_with<'o>(&mut self, capture: &Capture, pool_ids: &PoolIds, with: Option<(WithOps<'o>, WithGaps<'o>)>) -> (PartDerived, Option<Handed>) {
         let mut clock = std::time::Instant::now();
         let chunk_base = chunk_bases(capture, self.next_event_id);
         let roles = LineRoles::of(capture);
@@ -1074,34 +1088,55 @@ impl Deriver {
         crate::timing::stage_done("    derive: strings, devices, step numbers", &mut clock);
         // The ops are final: `with_ops` takes them (and the strings they name as they are now)
         // on a thread of its own while the rest is derived from them.
-        let named = if with_ops.is_some() { strings.values.clone() } else { Vec::new() };
+        let named = if with.is_some() { strings.values.clone() } else { Vec::new() };
+        let (with_ops, with_gaps) = with.unzip();
         let (rest, beside) = std::thread::scope(|s| {
             let beside = with_ops.map(|f| {
                 let (ops, named) = (&ops, &named);
                 s.spawn(move || f(ops, named))
             });
-            let rest = self.derive_from_ops(capture, &ops, &mut strings, first_new_device_step);
+            let rest = self.derive_from_ops(
+                capture,
+                &ops,
+                &mut strings,
+                first_new_device_step,
+                with_gaps.map(|f| (f, &named as &(dyn crate::tables::columns::Strings + Sync))),
+            );
             (rest, beside.map(|b| b.join().unwrap_or_else(|_| Err("the thread given the part's ops panicked".to_string()))))
         });
         crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
-        let FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals } = rest;
-        (PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }, beside)
+        let FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, gaps_handed } = rest;
+        let handed = beside.map(|ops| Handed { ops, gaps: gaps_handed });
+        (PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }, handed)
     }
 
     /// What the part's final ops give (gaps, totals, collectives, step activity, regions,
     /// attribution), folded into the run's state where it spans parts.
-    fn derive_from_ops(&mut self, capture: &Capture, ops: &[Op], strings: &mut LocalStrings, first_new_device_step: usize) -> FromOps {
+    fn derive_from_ops(
+        &mut self,
+        capture: &Capture,
+        ops: &[Op],
+        strings: &mut LocalStrings,
+        first_new_device_step: usize,
+        with_gaps: Option<(WithGaps<'_>, &(dyn crate::tables::columns::Strings + Sync))>,
+    ) -> FromOps {
         // What folds into the run's state, beside the part's own gaps and totals.
         // Ops of earlier windows that gaps still pending refer to: after this part's own ops.
         let gap_carry = &mut std::mem::take(&mut self.windows.gaps);
         let mut carried_ops: Vec<Op> = std::mem::take(&mut gap_carry.markers).into_iter().map(|op| landed_op(op, strings)).collect();
         let last_window = capture.window.is_none_or(|w| w.last);
         let collective_carry = &mut std::mem::take(&mut self.windows.collectives);
-        let (((gaps, gap_totals), event_totals), (collectives, op_totals)) = crate::work_queue::join(
+        let (((gaps, gap_totals, gaps_handed), event_totals), (collectives, op_totals)) = crate::work_queue::join(
             || {
                 let gaps = find_gaps(capture, ops, carried_ops.len(), gap_carry, last_window);
+                // A whole part's gaps refer to its own ops alone: handed over at once, they are
+                // written while the rest is derived rather than after.
+                let handed = match with_gaps {
+                    Some((f, named)) if capture.window.is_none() && carried_ops.is_empty() => Some(f(&gaps, ops, named)),
+                    _ => None,
+                };
                 let gap_totals = gap_totals(&gaps, |k| op_at(ops, &carried_ops, k));
-                ((gaps, gap_totals), event_totals(capture, ops))
+                ((gaps, gap_totals, handed), event_totals(capture, ops))
             },
             || {
                 let collectives = collectives_of(ops, collective_carry, last_window);
@@ -1141,7 +1176,7 @@ impl Deriver {
         if last_window {
             self.windows = WindowCarry::default();
         }
-        FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals }
+        FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, gaps_handed }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`

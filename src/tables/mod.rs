@@ -682,10 +682,15 @@ impl GapColumns {
     /// The values of `gaps` (of part `d`) instead of those held: ingest writes the table a slice
     /// of gaps at a time ([`DERIVED_SLICE_ROWS`]), as it writes `ops`.
     pub fn refill(&mut self, d: &derive::PartDerived, gaps: &[derive::Gap]) {
+        self.refill_from(|k| d.op(k), gaps);
+    }
+
+    /// [`GapColumns::refill`] with the ops the gaps refer to given by `op`.
+    pub fn refill_from<'o>(&mut self, op: impl Fn(usize) -> &'o derive::Op, gaps: &[derive::Gap]) {
         self.ids.iter_mut().for_each(Vec::clear);
         self.ints.iter_mut().for_each(Vec::clear);
         for g in gaps {
-            let (marker, payload) = (d.op(g.marker), d.op(g.payload));
+            let (marker, payload) = (op(g.marker), op(g.payload));
             for (col, v) in
                 self.ids.iter_mut().zip([marker.host, marker.device, marker.line, marker.hlo_op, payload.hlo_op, payload.tf_op, payload.region_path])
             {
@@ -699,8 +704,13 @@ impl GapColumns {
 
     /// The columns in schema order, for [`crate::store::PartWriter::write_rows`].
     pub fn rows<'s>(&'s self, capture: &'s Capture, d: &'s derive::PartDerived) -> Vec<RowValues<'s>> {
+        self.rows_naming(capture, &d.strings.values)
+    }
+
+    /// [`GapColumns::rows`] with the region paths (of [`derive::PartDerived::strings`]) in
+    /// `locals`.
+    pub fn rows_naming<'s>(&'s self, capture: &'s Capture, locals: &'s dyn Strings) -> Vec<RowValues<'s>> {
         let pool: &'s dyn Strings = &capture.strings;
-        let locals: &'s dyn Strings = &d.strings.values;
         let [host, device, line, marker_hlo_op, payload_hlo_op, payload_tf_op, payload_region_path] = &self.ids;
         let [step, gap_start_ns, gap_ns, marker_event_id, payload_event_id] = &self.ints;
         let names = |ids: &'s [u32], strings: &'s dyn Strings| RowValues::Names { ids, strings };
