@@ -277,9 +277,9 @@ struct ChunkPages {
     pages: Vec<(CompressedPage, usize)>,
     /// Levels written (the chunk's `num_values`: rows, plus a map's entries past a row's first).
     values: usize,
-    /// Whether the chunk's codec and level are settled: a number column's by its first data page (see
-    /// [`ChunkPages::compress`]); a text column's dictionary page compresses well whatever
-    /// its keys do, so it stays compressed.
+    /// Whether the chunk's codec and level are settled: a number column's by its first data
+    /// page (see [`ChunkPages::compress`]); a text column's dictionary page compresses well
+    /// whatever its keys do, so it stays compressed at the table's level.
     codec_settled: bool,
 }
 
