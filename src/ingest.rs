@@ -229,13 +229,7 @@ impl PartSink for StagingSink<'_> {
                 })
             });
             // `gaps` too, as soon as the part's gaps are found.
-            let write_gaps: derive::WithGaps = Box::new(|gaps, ops, named| {
-                let mut columns = GapColumns::with_capacity(gaps.len().min(tables::DERIVED_SLICE_ROWS));
-                write_in_slices(staged, "gaps", gaps, |writer, slice| {
-                    columns.refill_from(|k| &ops[k], slice);
-                    writer.write_rows(slice.len(), &columns.rows_naming(capture, named))
-                })
-            });
+            let write_gaps: derive::WithGaps = Box::new(|gaps, ops, named| write_gaps_table(staged, capture, gaps, |k| &ops[k], named));
             let (part, handed) = deriver.part_with(capture, &ids, Some((write_ops, write_gaps)));
             stage_done("  part derive", &mut clock);
             let handed = handed.expect("rows handed over");
@@ -243,13 +237,7 @@ impl PartSink for StagingSink<'_> {
             let part = &part;
             match handed.gaps {
                 Some(written) => written?,
-                None => {
-                    let mut gap_columns = GapColumns::with_capacity(part.gaps.len().min(tables::DERIVED_SLICE_ROWS));
-                    write_in_slices(staged, "gaps", &part.gaps, |writer, slice| {
-                        gap_columns.refill(part, slice);
-                        writer.write_rows(slice.len(), &gap_columns.rows(capture, part))
-                    })?;
-                }
+                None => write_gaps_table(staged, capture, &part.gaps, |k| part.op(k), &part.strings.values)?,
             }
             let mut others = tables::part_small_tables(capture, part).map_err(|e| format!("building tables: {e}"))?;
             others.tables.retain(|(_, batches)| batches.iter().any(|b| b.num_rows() > 0));
@@ -290,6 +278,22 @@ fn write_in_slices<T>(
         write(&mut writer, slice)?;
     }
     writer.finish()
+}
+
+/// Writes a part's `gaps` rows ([`write_in_slices`]): `op` gives the ops they refer to by
+/// index, `locals` the strings of [`derive::PartDerived::strings`] those name.
+fn write_gaps_table<'o>(
+    staged: &Staged,
+    capture: &Capture,
+    gaps: &[derive::Gap],
+    op: impl Fn(usize) -> &'o derive::Op,
+    locals: &dyn tables::columns::Strings,
+) -> Result<(), String> {
+    let mut columns = GapColumns::with_capacity(gaps.len().min(tables::DERIVED_SLICE_ROWS));
+    write_in_slices(staged, "gaps", gaps, |writer, slice| {
+        columns.refill_from(&op, slice);
+        writer.write_rows(slice.len(), &columns.rows_naming(capture, locals))
+    })
 }
 
 /// Builds and writes the part's `events` table a slice at a time, so that only a few slices'
