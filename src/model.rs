@@ -792,9 +792,30 @@ pub struct HloIndex {
     pub by_module: HashMap<(u32, u32), HloInstr>,
     /// module name id -> program ids, so a module name maps to its programs.
     pub modules: HashMap<u32, Vec<i64>>,
+    /// The instructions (name ids) of each scheduled computation in the order the module's
+    /// schedule runs them, by program id and by module name (first module wins).
+    pub schedule_by_program: HashMap<i64, Schedules>,
+    pub schedule_by_module: HashMap<u32, Schedules>,
 }
 
+/// A module's schedule: one sequence of instruction name ids per scheduled computation, in the
+/// module's order of computations.
+pub type Schedules = std::sync::Arc<Vec<Vec<u32>>>;
+
 impl HloIndex {
+    /// The schedule of a program (else of a module of that name).
+    pub fn schedule(&self, program_id: i64, module: u32) -> Option<&Schedules> {
+        if program_id != NULL_I64 {
+            if let Some(s) = self.schedule_by_program.get(&program_id) {
+                return Some(s);
+            }
+        }
+        if module != NO_STR {
+            return self.schedule_by_module.get(&module);
+        }
+        None
+    }
+
     pub fn find(&self, program_id: i64, module: u32, hlo_op: u32) -> Option<&HloInstr> {
         if program_id != NULL_I64 {
             if let Some(i) = self.by_program.get(&(program_id, hlo_op)) {

@@ -201,6 +201,9 @@ fn run(args: &[&str], window: Option<&str>) -> String {
 /// its open events, gaps, collectives, steps and totals carried across the windows: with
 /// windows of a few hundred events, the summary and every table (events by their parents,
 /// rows referring to events by the events' own fields) equal those of the plane decoded whole.
+/// GPU kernels inside CUDA graphs are placed by walks carried across windows; a loop body's graph
+/// cut by a window before any of its kernels names the body alone (`scan_remat`) is walked along
+/// another computation (docs/decisions.md), so that capture is not among these.
 #[test]
 fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
     let by_event = |columns: &str, table: &str, id: &str| {
@@ -219,7 +222,7 @@ fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
         "SELECT * EXCLUDE (run_id) FROM op_totals".to_string(),
         "SELECT * EXCLUDE (run_id) FROM gap_totals".to_string(),
     ];
-    for capture in [jax_cpu("transformer_lm"), jax_cpu("multi_device_dp"), jax_gpu("mlp_before")] {
+    for capture in [jax_cpu("transformer_lm"), jax_cpu("multi_device_dp"), jax_gpu("mlp_before"), jax_gpu("fused_kernels")] {
         let input = capture.to_str().unwrap();
         assert_eq!(run(&["summarize", input], None), run(&["summarize", input], Some("300")), "{input}");
         let (whole, windows) = (temp_dir("whole"), temp_dir("windows"));

@@ -89,9 +89,9 @@ fn jax_gpu_kernel_stats_match_xprof() {
     }
 }
 
-/// Kernels inside a CUDA graph (XLA command buffer) carry the buffer as `hlo_op`; profq maps each
-/// to the HLO instruction it runs (the kernel name with `.` spelled `_`), so opcodes, scope paths
-/// and passes survive. XProf 2.24 leaves these out of hlo_stats and op_profile altogether.
+/// Kernels inside a CUDA graph (XLA command buffer) carry the buffer as `hlo_op`; profq places each
+/// on the HLO instruction it runs (by the program's schedule and the kernel's name), so opcodes,
+/// scope paths and passes survive. XProf 2.24 leaves these out of hlo_stats and op_profile altogether.
 #[test]
 fn gpu_command_buffer_kernels_resolve_to_their_instructions() {
     let dir = jax_gpu("transformer_lm");
@@ -102,7 +102,7 @@ fn gpu_command_buffer_kernels_resolve_to_their_instructions() {
     assert!(as_i64(&buffered[0]["n"]) > 1000, "the capture runs its step as a command buffer");
     let unresolved = sql(&store, "SELECT count(*) AS n FROM ops WHERE hlo_op LIKE 'command_buffer%' OR opcode IS NULL");
     assert_eq!(as_i64(&unresolved[0]["n"]), 0);
-    let gemm = sql(&store, "SELECT DISTINCT opcode, region_path, pass FROM ops WHERE hlo_op = 'gemm_fusion_dot_9'");
+    let gemm = sql(&store, "SELECT DISTINCT opcode, region_path, pass FROM ops WHERE hlo_op = 'gemm_fusion_dot.9'");
     assert_eq!(gemm.len(), 1);
     assert_eq!(as_str(&gemm[0]["opcode"]), "fusion");
     assert_eq!(as_str(&gemm[0]["region_path"]), "train_step/forward/layer_0/attention/qkv/dot_general");
@@ -110,12 +110,58 @@ fn gpu_command_buffer_kernels_resolve_to_their_instructions() {
     let passes = sql(&store, "SELECT DISTINCT pass FROM regions WHERE path LIKE '%/attention' ORDER BY pass");
     let passes: Vec<&str> = passes.iter().map(|r| as_str(&r["pass"])).collect();
     assert_eq!(passes, ["backward", "forward"]);
+    // The second layer runs the first layer's kernels (identical fusions): they are its own ops.
+    let layers =
+        sql(&store, "SELECT DISTINCT region_path FROM ops WHERE region_path = 'train_step/forward/layer_1/attention/qkv/dot_general' AND opcode = 'fusion'");
+    assert_eq!(layers.len(), 1, "{layers:?}");
 }
 
-/// Inside a command buffer every kernel carries only the buffer as `hlo_op`. XLA's own kernels
-/// are matched to an instruction by kernel name; cuBLAS kernels (`sm90_xmma_gemm_...`) to none.
-/// profq says how many kernels ran so, matched and not, with their share of op time; the same
-/// workload with command buffers off has every kernel attributed, XProf's hlo_stats agreeing
+/// The same workload captured with command buffers and without them (where every kernel carries
+/// its own instruction) gives the same ops: per instruction where XLA compiled both alike, per
+/// scope path and pass everywhere (the autotuner may pick cuBLAS in one and a Triton GEMM in the
+/// other). cuBLAS, cuDNN and Pallas kernels are placed on their custom-calls, loop bodies on their
+/// own computation's schedule. Memory copies and memsets differ between the two modes and are
+/// left out.
+#[test]
+fn gpu_command_buffer_kernels_are_placed_as_without_command_buffers() {
+    let counts = |name: &str, key: &str| {
+        let store = temp_dir("placed");
+        ingest(&store, &xplane_of(&jax_gpu(name)), "r");
+        let rows = sql(
+            &store,
+            &format!(
+                "SELECT {key} AS k, count(*) AS n FROM ops WHERE lower(name) NOT LIKE 'memset%' AND lower(name) NOT LIKE 'memcpy%' GROUP BY {key} ORDER BY k"
+            ),
+        );
+        rows.iter().map(|r| (r["k"].to_string(), as_i64(&r["n"]))).collect::<BTreeMap<String, i64>>()
+    };
+    let scope = "coalesce(region_path, '') || ' ' || pass";
+    for name in ["fused_kernels", "host_bound_gappy", "mlp_train", "scan_remat", "transformer_lm", "transformer_lm_wide"] {
+        assert_eq!(counts(name, scope), counts(&format!("{name}_nocb"), scope), "{name}: kernels per scope path and pass");
+    }
+    for name in ["host_bound_gappy", "mlp_train", "transformer_lm", "transformer_lm_wide"] {
+        assert_eq!(counts(name, "hlo_op"), counts(&format!("{name}_nocb"), "hlo_op"), "{name}: kernels per instruction");
+    }
+    // cuDNN flash attention (forward and backward), cuBLAS matmuls and the Pallas kernel.
+    let store = temp_dir("fused");
+    ingest(&store, &xplane_of(&jax_gpu("fused_kernels")), "r");
+    let library = sql(
+        &store,
+        "SELECT hlo_op, count(*) AS n, min(region_path) AS scope FROM ops WHERE name LIKE '%cudnn%' OR name LIKE 'nvjet%' OR name = 'bias_gelu' GROUP BY hlo_op ORDER BY hlo_op",
+    );
+    let placed: Vec<(&str, i64)> = library.iter().map(|r| (as_str(&r["hlo_op"]), as_i64(&r["n"]))).collect();
+    assert!(
+        placed.iter().all(|(op, _)| op.starts_with("custom-call.") || op.starts_with("dot_product_attention_") || op.starts_with("pallas_call.")),
+        "{placed:?}"
+    );
+    assert!(placed.contains(&("pallas_call.2", 10)) && placed.contains(&("pallas_call.3", 10)), "{placed:?}");
+    assert!(placed.contains(&("dot_product_attention_fwd.10", 10)) && placed.contains(&("dot_product_attention_bwd.24", 30)), "{placed:?}");
+}
+
+/// Inside a command buffer every kernel carries only the buffer as `hlo_op`. Kernels the
+/// schedule cannot place (the graph's own memory copies in a loop body) keep their names; profq
+/// says how many kernels ran so, placed and not, with their share of op time; the same workload
+/// with command buffers off has every kernel attributed, XProf's hlo_stats agreeing
 /// (`jax_gpu_hlo_stats_without_command_buffers_match_xprof`).
 #[test]
 fn gpu_kernels_in_command_buffers_are_reported() {
@@ -130,18 +176,21 @@ fn gpu_kernels_in_command_buffers_are_reported() {
         let warnings = sql(&store, "SELECT unnest(quality_warnings) AS w FROM runs");
         ((as_i64(&counts[0]["kernels"]), as_i64(&counts[0]["unplaced"])), warnings.iter().map(|r| as_str(&r["w"]).to_string()).collect::<Vec<_>>())
     };
-    let ((kernels, unplaced), warnings) = buffered("transformer_lm_wide");
-    assert!(unplaced > 100, "the wide capture runs its matmuls in cuBLAS inside the command buffer: {unplaced}");
+    let ((kernels, unplaced), warnings) = buffered("scan_remat");
+    assert!(unplaced > 100, "the loop bodies' graphs copy memory: {unplaced}");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let w = &warnings[0];
     assert!(w.starts_with(&format!("{kernels} GPU kernels (")), "{w}");
-    assert!(w.contains(&format!(": {} were matched", kernels - unplaced)) && w.contains(&format!(" and {unplaced} (")), "{w}");
+    assert!(w.contains(&format!(": profq placed {} on their op", kernels - unplaced)) && w.contains(&format!(", and {unplaced} (")), "{w}");
     assert!(w.contains("--xla_gpu_enable_command_buffer="), "{w}");
-    let summary = summarize(&jax_gpu("transformer_lm_wide"), &[]);
+    let summary = summarize(&jax_gpu("scan_remat"), &[]);
     assert_eq!(summary["trace_overview"]["quality_warnings"], serde_json::json!(warnings));
     assert_eq!(buffered("transformer_lm_wide_nocb"), ((0, 0), Vec::new()));
-    let ((kernels, unplaced), warnings) = buffered("transformer_lm");
-    assert!(kernels > 1000 && unplaced == 0 && warnings.len() == 1, "XLA's own fusions match by kernel name: {warnings:?}");
+    for name in ["transformer_lm", "transformer_lm_wide"] {
+        let ((kernels, unplaced), warnings) = buffered(name);
+        assert!(kernels > 1000 && unplaced == 0 && warnings.len() == 1, "{name}: {warnings:?}");
+        assert!(warnings[0].ends_with(&format!("profq placed {kernels} on their op by the program's schedule and the kernels' names.")), "{}", warnings[0]);
+    }
     // The trace JSON beside the XPlane has no HLO: no op has an opcode there, command buffer or not.
     let json = xplane_of(&jax_gpu("transformer_lm_wide")).with_file_name("vm.trace.json.gz");
     assert_eq!(summarize(&json, &[])["trace_overview"]["quality_warnings"], serde_json::json!([]));
@@ -317,8 +366,15 @@ fn gpu_hlo_stats_match_xprof() {
 /// own HLO instruction, and XProf's hlo_stats lists them: profq's ops agree per (program, op).
 #[test]
 fn jax_gpu_hlo_stats_without_command_buffers_match_xprof() {
-    for name in ["host_bound_gappy_nocb", "mlp_train_nocb", "mlp_train_detail_nocb_h200", "scan_remat_nocb", "transformer_lm_nocb", "transformer_lm_wide_nocb"]
-    {
+    for name in [
+        "fused_kernels_nocb",
+        "host_bound_gappy_nocb",
+        "mlp_train_nocb",
+        "mlp_train_detail_nocb_h200",
+        "scan_remat_nocb",
+        "transformer_lm_nocb",
+        "transformer_lm_wide_nocb",
+    ] {
         check_hlo_stats(&jax_gpu(name));
     }
 }

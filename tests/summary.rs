@@ -402,8 +402,9 @@ fn xplane_and_json_summaries_of_real_captures_agree() {
     }
 }
 
-/// The same on NVIDIA GPU captures, where the step runs as a CUDA graph (XLA command buffer):
-/// with and without HLO metadata, hot ops are the kernels' own instructions.
+/// The same on NVIDIA GPU captures: step times and the time breakdown agree; hot ops too where
+/// no kernel ran inside a CUDA graph (XLA command buffer), whose kernels the XPlane's HLO places
+/// on their instructions while the JSON, without HLO, names them by kernel.
 #[test]
 fn xplane_and_json_summaries_of_gpu_captures_agree() {
     for name in JAX_GPU_CAPTURES {
@@ -414,9 +415,15 @@ fn xplane_and_json_summaries_of_gpu_captures_agree() {
             let (a, b) = (f(&x["step_time"]["all_steps"][key]), f(&j["step_time"]["all_steps"][key]));
             assert!((a - b).abs() < 0.002, "{name}: steps {key}: {a} vs {b}");
         }
+        assert_eq!(x["time_breakdown"], j["time_breakdown"], "{name}: time breakdown");
         let names = |s: &Value| s["hot_ops"].as_array().unwrap().iter().take(10).map(|h| (h["name"].clone(), h["count"].clone())).collect::<Vec<_>>();
-        assert_eq!(names(&x), names(&j), "{name}: top ops");
         assert!(!names(&x).iter().any(|(n, _)| n.as_str().unwrap().starts_with("command_buffer")), "{name}");
+        // Inside CUDA graphs the XPlane's schedule places kernels on their instructions; the JSON
+        // holds no HLO, and names them by kernel.
+        let in_graphs = x["trace_overview"]["quality_warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("ran inside CUDA graphs"));
+        if !in_graphs {
+            assert_eq!(names(&x), names(&j), "{name}: top ops");
+        }
     }
 }
 

@@ -28,6 +28,8 @@ pub struct HloModuleProto {
     pub computations: Vec<HloComputationProto>,
     #[prost(int64, tag = "5")]
     pub id: i64,
+    #[prost(message, optional, tag = "7")]
+    pub schedule: Option<HloScheduleProto>,
     #[prost(message, optional, tag = "17")]
     pub stack_frame_index: Option<StackFrameIndexProto>,
 }
@@ -58,12 +60,27 @@ pub struct StackFrame {
     pub file_location_id: i32,
 }
 
+/// The order in which each computation's instructions run: computation id -> instruction ids.
+#[derive(Clone, PartialEq, Message)]
+pub struct HloScheduleProto {
+    #[prost(map = "int64, message", tag = "1")]
+    pub sequences: std::collections::HashMap<i64, InstructionSequence>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct InstructionSequence {
+    #[prost(int64, repeated, tag = "1")]
+    pub instruction_ids: Vec<i64>,
+}
+
 #[derive(Clone, PartialEq, Message)]
 pub struct HloComputationProto {
     #[prost(string, tag = "1")]
     pub name: String,
     #[prost(message, repeated, tag = "2")]
     pub instructions: Vec<HloInstructionProto>,
+    #[prost(int64, tag = "5")]
+    pub id: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -76,6 +93,8 @@ pub struct HloInstructionProto {
     pub shape: Option<ShapeProto>,
     #[prost(message, optional, tag = "7")]
     pub metadata: Option<OpMetadata>,
+    #[prost(int64, tag = "35")]
+    pub id: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -267,6 +286,7 @@ fn frame_sources(index: Option<(&[u8], usize)>, pool: &mut StringPool) -> Result
 /// The fields of an HloInstructionProto the index reads, borrowed from its bytes.
 #[derive(Default)]
 struct InstructionFields<'a> {
+    id: i64,
     name: &'a str,
     opcode: &'a str,
     shape: Option<(&'a [u8], usize)>,
@@ -285,6 +305,7 @@ impl<'a> InstructionFields<'a> {
             match field {
                 1 => instr.name = text_of(value, off)?,
                 2 => instr.opcode = text_of(value, off)?,
+                35 => instr.id = value.as_i64(),
                 3 => instr.shape = Some((bytes_of(value, off)?, off)),
                 7 => {
                     instr.has_metadata = true;
@@ -322,11 +343,13 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
     }
     let Some((module, base)) = module else { return Ok(()) };
     let (mut name, mut computations, mut stack_frame_index) = ("", Vec::new(), None);
+    let mut schedule = None;
     let mut f = Fields::with_base(module, base);
     while let Some((field, value, off)) = f.next_field()? {
         match field {
             1 => name = text_of(value, off)?,
             3 => computations.push((bytes_of(value, off)?, off)),
+            7 => schedule = Some((bytes_of(value, off)?, off)),
             17 => stack_frame_index = Some((bytes_of(value, off)?, off)),
             _ => {}
         }
@@ -338,9 +361,15 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
     let mut instructions = Vec::new();
     let mut shape_text = String::new();
     let mut aliases = Vec::new();
+    // Each computation's id and its instructions' (id, name id), for the schedule.
+    let mut computation_ids: Vec<(i64, Vec<(i64, u32)>)> = Vec::new();
     for (computation, base) in computations {
+        let (mut computation_id, mut instruction_ids) = (0, Vec::new());
         let mut f = Fields::with_base(computation, base);
         while let Some((field, value, off)) = f.next_field()? {
+            if field == 5 {
+                computation_id = value.as_i64();
+            }
             if field != 2 {
                 continue;
             }
@@ -370,11 +399,57 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
             if instr.name.contains('.') {
                 aliases.push((instr.name.replace('.', "_"), info.clone()));
             }
-            instructions.push((pool.intern(instr.name), info));
+            let name_id = pool.intern(instr.name);
+            instruction_ids.push((instr.id, name_id));
+            instructions.push((name_id, info));
+        }
+        computation_ids.push((computation_id, instruction_ids));
+    }
+    let mut sequences = Vec::new();
+    if let Some((bytes, base)) = schedule {
+        let mut f = Fields::with_base(bytes, base);
+        while let Some((field, value, off)) = f.next_field()? {
+            if field != 1 {
+                continue;
+            }
+            let (mut computation, mut ids) = (0, Vec::new());
+            let mut entry = Fields::with_base(bytes_of(value, off)?, off);
+            while let Some((field, value, off)) = entry.next_field()? {
+                match field {
+                    1 => computation = value.as_i64(),
+                    2 => {
+                        let mut sequence = Fields::with_base(bytes_of(value, off)?, off);
+                        while let Some((field, value, _)) = sequence.next_field()? {
+                            if field == 1 {
+                                push_varints(value, &mut ids)?;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            sequences.push((computation, ids));
         }
     }
-    add_module(module_id, program_id, instructions, aliases, pool, index);
+    let schedules: Vec<Vec<u32>> = computation_ids.iter().filter_map(|(id, instructions)| scheduled(*id, instructions, &sequences)).collect();
+    add_module(module_id, program_id, instructions, aliases, schedules, pool, index);
     Ok(())
+}
+
+/// A computation's instructions (name ids) in their scheduled order: the sequence of
+/// `computation` among the schedule's `sequences`, its instruction ids named by `instructions`
+/// (id, name id). None without a sequence for it, or with one naming an instruction it lacks.
+fn scheduled(computation: i64, instructions: &[(i64, u32)], sequences: &[(i64, Vec<i64>)]) -> Option<Vec<u32>> {
+    let (_, ids) = sequences.iter().find(|(c, _)| *c == computation)?;
+    let mut names = std::collections::HashMap::with_capacity(instructions.len());
+    for &(id, name) in instructions {
+        names.entry(id).or_insert(name);
+    }
+    // Ids that repeat (a proto written without them) order nothing.
+    if names.len() != instructions.len() {
+        return None;
+    }
+    ids.iter().map(|id| names.get(id).copied()).collect()
 }
 
 /// Adds a module's instructions (name id, what is known of it) and their `_`-spelled aliases
@@ -384,6 +459,7 @@ fn add_module(
     program_id: Option<i64>,
     instructions: Vec<(u32, HloInstr)>,
     aliases: Vec<(String, HloInstr)>,
+    schedules: Vec<Vec<u32>>,
     pool: &mut StringPool,
     index: &mut HloIndex,
 ) {
@@ -392,6 +468,13 @@ fn add_module(
         if !programs.contains(&pid) {
             programs.push(pid);
         }
+    }
+    if !schedules.is_empty() {
+        let schedule = std::sync::Arc::new(schedules);
+        if let Some(pid) = program_id {
+            index.schedule_by_program.insert(pid, schedule.clone());
+        }
+        index.schedule_by_module.entry(module_id).or_insert(schedule);
     }
     // Room made once for the module's entries: a training step's module has tens of
     // thousands, and growing the tables entry by entry rehashed them into fresh pages.
@@ -479,9 +562,25 @@ mod tests {
             if instr.name.contains('.') {
                 aliases.push((instr.name.replace('.', "_"), info.clone()));
             }
-            instructions.push((pool.intern(&instr.name), info));
+            let name_id = pool.intern(&instr.name);
+            instructions.push((name_id, info));
         }
-        add_module(module_id, program_id, instructions, aliases, pool, index);
+        let schedules = module
+            .computations
+            .iter()
+            .filter_map(|c| {
+                let mut names = std::collections::HashMap::new();
+                for i in &c.instructions {
+                    names.entry(i.id).or_insert_with(|| pool.lookup(&i.name).unwrap());
+                }
+                if names.len() != c.instructions.len() {
+                    return None;
+                }
+                let sequence = module.schedule.as_ref()?.sequences.get(&c.id)?;
+                sequence.instruction_ids.iter().map(|id| names.get(id).copied()).collect::<Option<Vec<u32>>>()
+            })
+            .collect();
+        add_module(module_id, program_id, instructions, aliases, schedules, pool, index);
         Ok(())
     }
 
@@ -578,9 +677,12 @@ mod tests {
         for _ in 0..200 {
             shape = ShapeProto { element_type: 13, dimensions: vec![], tuple_shapes: vec![shape] };
         }
-        let instr = HloInstructionProto { name: "t".into(), opcode: "tuple".into(), shape: Some(shape), metadata: None };
-        let module =
-            HloModuleProto { name: "m".into(), computations: vec![HloComputationProto { name: "c".into(), instructions: vec![instr] }], ..Default::default() };
+        let instr = HloInstructionProto { name: "t".into(), opcode: "tuple".into(), shape: Some(shape), ..Default::default() };
+        let module = HloModuleProto {
+            name: "m".into(),
+            computations: vec![HloComputationProto { name: "c".into(), instructions: vec![instr], ..Default::default() }],
+            ..Default::default()
+        };
         let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
         let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
         let err = index_hlo_proto(&bytes, Some(1), &mut pool, &mut index).unwrap_err();
@@ -589,7 +691,7 @@ mod tests {
 
     fn instruction(name: &str, stack_frame_id: i32, source_file: &str) -> HloInstructionProto {
         let metadata = OpMetadata { op_name: format!("jit(f)/{name}"), source_file: source_file.into(), source_line: 7, stack_frame_id, ..Default::default() };
-        HloInstructionProto { name: name.into(), opcode: "add".into(), shape: None, metadata: Some(metadata) }
+        HloInstructionProto { name: name.into(), opcode: "add".into(), metadata: Some(metadata), ..Default::default() }
     }
 
     /// Source comes from `source_file`, else from the innermost frame of the op's call stack; ids
@@ -616,7 +718,7 @@ mod tests {
         ];
         let module = HloModuleProto {
             name: "jit_f".into(),
-            computations: vec![HloComputationProto { name: "main".into(), instructions }],
+            computations: vec![HloComputationProto { name: "main".into(), instructions, ..Default::default() }],
             stack_frame_index: Some(frames),
             ..Default::default()
         };
@@ -633,5 +735,38 @@ mod tests {
         for name in ["no_frame", "negative_frame", "past_the_end", "unknown_file"] {
             assert_eq!(source(name).0, None, "{name}");
         }
+    }
+
+    /// Each scheduled computation's instructions come out in the schedule's order (not the
+    /// computation's), in the module's order of computations; a computation the schedule skips,
+    /// or whose instruction ids repeat, orders nothing.
+    #[test]
+    fn schedules_list_each_computation_in_its_scheduled_order() {
+        let instr = |name: &str, id: i64| HloInstructionProto { name: name.into(), opcode: "add".into(), id, ..Default::default() };
+        let computation = |name: &str, id: i64, instructions: Vec<HloInstructionProto>| HloComputationProto { name: name.into(), id, instructions };
+        let sequence = |ids: &[i64]| InstructionSequence { instruction_ids: ids.to_vec() };
+        let module = HloModuleProto {
+            name: "jit_f".into(),
+            computations: vec![
+                computation("body", 3, vec![instr("b.1", 10), instr("b.2", 11)]),
+                computation("unscheduled", 4, vec![instr("u", 12)]),
+                computation("repeated_ids", 5, vec![instr("r.1", 0), instr("r.2", 0)]),
+                computation("main", 7, vec![instr("a", 20), instr("c", 21), instr("b", 22)]),
+            ],
+            schedule: Some(HloScheduleProto {
+                sequences: [(3, sequence(&[11, 10])), (5, sequence(&[0, 0])), (7, sequence(&[20, 22, 21]))].into_iter().collect(),
+            }),
+            ..Default::default()
+        };
+        let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
+        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
+        index_hlo_proto(&bytes, Some(5), &mut pool, &mut index).unwrap();
+        let names = |s: &Vec<u32>| s.iter().map(|&n| pool.get(n).unwrap().to_string()).collect::<Vec<_>>();
+        let schedules = index.schedule(5, crate::model::NO_STR).unwrap();
+        assert_eq!(schedules.iter().map(names).collect::<Vec<_>>(), [vec!["b.2", "b.1"], vec!["a", "b", "c"]]);
+        assert!(std::sync::Arc::ptr_eq(schedules, index.schedule(crate::model::NULL_I64, pool.lookup("jit_f").unwrap()).unwrap()));
+        let (mut reference_pool, mut reference) = (StringPool::default(), HloIndex::default());
+        reference_index(&bytes, Some(5), &mut reference_pool, &mut reference).unwrap();
+        assert_eq!(index, reference);
     }
 }

@@ -789,6 +789,8 @@ struct WindowCarry {
     device_busy: FxHashMap<(u32, u32), (Intervals, Intervals)>,
     /// Per plane: the `XLA Modules` events so far, (start, end, module, program id) by start.
     module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>>,
+    /// Where each GPU graph launch's walk along its program's schedule stands.
+    graph_walks: super::command_buffers::Walks,
 }
 
 /// An op with the text of its part-local strings (`region_path`, `source`), to be carried
@@ -1045,7 +1047,11 @@ impl Deriver {
                 work.push((slots, events));
             }
             let launches = LaunchScopes::of(capture);
-            let (module_windows, chunk_base, launches) = (&module_windows, &chunk_base, &launches);
+            let placements = super::command_buffers::place_buffered_kernels(capture, &roles.device_op, &mut self.windows.graph_walks);
+            if capture.window.is_none_or(|w| w.last) {
+                self.windows.graph_walks.clear();
+            }
+            let (module_windows, chunk_base, launches, placements) = (&module_windows, &chunk_base, &launches, &placements);
             crate::work_queue::map_in_order(work, |(slots, events): (&mut [std::mem::MaybeUninit<Op>], &Vec<(u32, u32)>)| {
                 let mut caches = OpCaches::default();
                 for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
@@ -1053,7 +1059,8 @@ impl Deriver {
                     let chunk = &capture.chunks[ci];
                     let line = &capture.lines[chunk.line[i] as usize];
                     let plane = &capture.planes[line.plane as usize];
-                    slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows, launches));
+                    let placed = placements.get(&(ci as u32, i as u32)).copied();
+                    slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows, launches, placed));
                 }
                 caches.strings
             })
@@ -1468,15 +1475,22 @@ impl Deriver {
         }
         if let (kernels @ 1.., ns) = self.buffered_kernels {
             let (unplaced, unplaced_ns) = self.unplaced_kernels;
-            warnings.push(format!(
+            let placed = format!(
                 "{kernels} GPU kernels ({:.1}% of op time) ran inside CUDA graphs (XLA command buffers), where a kernel names \
-                 no HLO op: {} were matched to an op by kernel name (XLA reuses one kernel for identical fusions, so some \
-                 may carry another op's scope and pass) and {unplaced} ({:.1}% of op time; library kernels: cuBLAS, cuDNN, \
-                 ...) to none. Capture with XLA_FLAGS=--xla_gpu_enable_command_buffer= for exact per-op attribution.",
+                 no HLO op: profq placed {} on their op by the program's schedule and the kernels' names",
                 share(ns),
-                kernels - unplaced,
-                share(unplaced_ns)
-            ));
+                kernels - unplaced
+            );
+            warnings.push(if unplaced == 0 {
+                format!("{placed}.")
+            } else {
+                format!(
+                    "{placed}, and {unplaced} ({:.1}% of op time: the graph's memory copies, library kernels between ops the \
+                     schedule does not tell apart) on none. Capture with XLA_FLAGS=--xla_gpu_enable_command_buffer= for \
+                     exact per-op attribution.",
+                    share(unplaced_ns)
+                )
+            });
         }
         RunDerived {
             steps,
@@ -1960,6 +1974,7 @@ fn make_op<'c>(
     line: &Line,
     module_windows: &HashMap<u32, Vec<(i64, i64, u32, i64)>>,
     launches: &LaunchScopes,
+    placed: Option<u32>,
 ) -> Op {
     let start = chunk.start_ns[i];
     let mut hlo_module = chunk.hlo_module.get(i);
@@ -1982,8 +1997,8 @@ fn make_op<'c>(
     }
     // The first name the module's HLO knows wins: inside a GPU command buffer (CUDA graph) every
     // kernel's hlo_op is the buffer (`command_buffer_1`, absent from the HLO) while the kernel's
-    // own name is its fusion's instruction name.
-    let names = [chunk.hlo_op.get(i), chunk.display_name.get(i), chunk.name[i]];
+    // own name is its fusion's instruction name, unless the program's schedule placed it.
+    let names = [placed.unwrap_or(chunk.hlo_op.get(i)), chunk.display_name.get(i), chunk.name[i]];
     let (hlo_op, instr) = *caches.instr.entry((program_id, hlo_module, names)).or_insert_with(|| {
         names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
             // Without HLO (trace JSON) the kernel still names its work better than its buffer.

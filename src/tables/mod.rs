@@ -4,6 +4,7 @@
 //! collectives, regions), `columns` the Arrow helpers. [`build`] ties them together.
 
 pub mod columns;
+pub mod command_buffers;
 pub mod derive;
 pub mod events_of_interest;
 pub mod schema;

@@ -19,6 +19,8 @@ pub const JAX_CPU_CAPTURES: &[&str] =
 
 /// The committed JAX NVIDIA-GPU captures (H100, jax 0.11.2) with XProf oracles next to them.
 pub const JAX_GPU_CAPTURES: &[&str] = &[
+    "fused_kernels",
+    "fused_kernels_nocb",
     "host_bound_gappy",
     "host_bound_gappy_nocb",
     "mlp_after",

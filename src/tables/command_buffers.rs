@@ -1,0 +1,245 @@
+//! Places the GPU kernels that ran inside CUDA graphs (XLA command buffers) on their HLO
+//! instructions, by the program's schedule.
+//!
+//! Inside a command buffer every kernel's `hlo_op` is the buffer (`command_buffer_1`), not the
+//! instruction it runs. XLA names a fusion's kernel after its instruction (`gemm_fusion_dot.9`
+//! runs as `gemm_fusion_dot_9`), but reuses one kernel for identical fusions, so the second
+//! layer's matmul runs the first layer's kernel; library kernels (cuBLAS `nvjet_*`, cuDNN,
+//! memsets) and Pallas/Triton kernels (named by the user) name no instruction at all.
+//!
+//! A graph runs its kernels in scheduled order, so the kernels of one launch (one stream, one
+//! correlation id), in the order they ran, are walked along the schedule of the computation most
+//! of them name (a loop body's graph along the body's; kernels that identical fusions of several
+//! computations share count only where no other kernel names one). A kernel named
+//! after an instruction is placed on the first instruction at or after the walk's position that
+//! is the named one or identical to it (same name stem, opcode and shape: what makes XLA share
+//! the kernel). Kernels that name no instruction, after a placed one, go to the custom-call
+//! scheduled next after it (a cuBLAS matmul, a cuDNN attention with its memsets, a Pallas
+//! kernel) when only instructions that launch nothing (bitcasts, tuples, parameters, ...) lie
+//! between, and no other custom-call follows it that way; otherwise they keep their names, as
+//! does the rest of a launch once nothing of a kernel's kind is left ahead. A plane streamed in
+//! time windows carries each launch's walk into the next window ([`Walks`]): only the choice of
+//! computation looks ahead, at the launch's kernels in the window where it begins (a launch cut
+//! by a window whose first part names another computation most is walked along that one, and
+//! its kernels keep their names once it is lost). Checked against
+//! the same workloads captured with command buffers off, where every kernel carries its own
+//! instruction (tests/oracle.rs).
+
+use crate::model::*;
+use rustc_hash::FxHashMap;
+
+/// Instruction name ids of buffered kernels placed by schedule, by (chunk index, event index).
+pub type Placements = FxHashMap<(u32, u32), u32>;
+
+/// Where the walk of each graph launch (line index, correlation id) stands.
+pub type Walks = FxHashMap<(u32, i64), Walk>;
+
+/// Where the walk of one launch stands: the computation it walks (None before its first part),
+/// the position after the last placed kernel, and that kernel's position. `lost` once a
+/// kernel's kind was nowhere ahead.
+#[derive(Clone, Copy, Default)]
+pub struct Walk {
+    sequence: Option<usize>,
+    next: usize,
+    last_placed: Option<usize>,
+    lost: bool,
+}
+
+/// One buffered kernel: where it ran and what it names.
+struct Kernel {
+    line: u32,
+    correlation: i64,
+    start_ns: i64,
+    chunk: u32,
+    index: u32,
+    name: u32,
+    program_id: i64,
+    module: u32,
+}
+
+/// The placements of the buffered kernels of the part's device-op lines (`device_op_line` per
+/// line) that the schedules place, the launches' walks going on from `walks` (empty for a part
+/// decoded whole; a window's left by the window before) and left there for the next window.
+pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks: &mut Walks) -> Placements {
+    let mut placements = Placements::default();
+    if capture.hlo.schedule_by_program.is_empty() && capture.hlo.schedule_by_module.is_empty() {
+        return placements;
+    }
+    let mut is_buffer: FxHashMap<u32, bool> = FxHashMap::default();
+    let mut kernels = Vec::new();
+    for (ci, chunk) in capture.chunks.iter().enumerate() {
+        for (line, events) in chunk.line_runs() {
+            if !device_op_line[line as usize] {
+                continue;
+            }
+            for i in events {
+                let hlo_op = chunk.hlo_op.get(i);
+                let correlation = chunk.correlation_id.get(i);
+                if hlo_op == NO_STR || correlation == NULL_I64 || chunk.name[i] == NO_STR {
+                    continue;
+                }
+                if *is_buffer.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
+                    kernels.push(Kernel {
+                        line,
+                        correlation,
+                        start_ns: chunk.start_ns[i],
+                        chunk: ci as u32,
+                        index: i as u32,
+                        name: chunk.name[i],
+                        program_id: chunk.program_id.get(i),
+                        module: chunk.hlo_module.get(i),
+                    });
+                }
+            }
+        }
+    }
+    kernels.sort_unstable_by_key(|k| (k.line, k.correlation, k.start_ns, k.chunk, k.index));
+    let mut schedules: FxHashMap<(i64, u32), Option<Schedule>> = FxHashMap::default();
+    for launch in kernels.chunk_by(|a, b| (a.line, a.correlation) == (b.line, b.correlation)) {
+        let first = &launch[0];
+        let schedule = schedules.entry((first.program_id, first.module)).or_insert_with(|| Schedule::of(capture, first.program_id, first.module));
+        if let Some(schedule) = schedule {
+            let walk = walks.entry((first.line, first.correlation)).or_default();
+            schedule.place(launch, walk, &mut placements);
+        }
+    }
+    placements
+}
+
+/// What makes XLA run identical instructions as one kernel: name stem, opcode and shape.
+type Kind<'c> = (&'c str, u32, u32);
+
+/// One scheduled computation, indexed for the walk.
+struct Sequence<'c> {
+    /// Instruction name ids in scheduled order.
+    order: &'c [u32],
+    /// Kind → the positions of the instructions of that kind, in order.
+    alike: FxHashMap<Kind<'c>, Vec<usize>>,
+    /// Per position: whether the instruction is a custom-call, and whether it launches nothing.
+    custom_call: Vec<bool>,
+    launches_nothing: Vec<bool>,
+}
+
+impl Sequence<'_> {
+    /// The custom-call that the kernels naming no instruction after position `placed` belong
+    /// to: the next instruction that launches anything, when it is a custom-call and the next
+    /// after it is none.
+    fn custom_call_after(&self, placed: usize) -> Option<usize> {
+        let launching_after = |p: usize| (p + 1..self.order.len()).find(|&q| !self.launches_nothing[q]);
+        let call = launching_after(placed).filter(|&q| self.custom_call[q])?;
+        launching_after(call).is_none_or(|q| !self.custom_call[q]).then_some(call)
+    }
+}
+
+/// Opcodes of instructions that run no kernel of their own on a GPU.
+const LAUNCH_NOTHING: [&str; 9] = ["parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "add-dependency", "opt-barrier", "domain"];
+
+/// A program's schedule, indexed for the walk.
+struct Schedule<'c> {
+    sequences: Vec<Sequence<'c>>,
+    /// Name id (and its `_`-spelled kernel alias) → (sequence, kind) of the instruction it names.
+    home: FxHashMap<u32, (usize, Kind<'c>)>,
+    /// Kind → how many sequences hold instructions of it.
+    runs_of_kind: FxHashMap<Kind<'c>, usize>,
+}
+
+impl<'c> Schedule<'c> {
+    fn of(capture: &'c Capture, program_id: i64, module: u32) -> Option<Schedule<'c>> {
+        let schedules = capture.hlo.schedule(program_id, module)?;
+        let opcode_id = |text: &str| capture.strings.lookup(text).unwrap_or(NO_STR);
+        let custom_call = opcode_id("custom-call");
+        let launch_nothing: Vec<u32> = LAUNCH_NOTHING.iter().map(|t| opcode_id(t)).filter(|&id| id != NO_STR).collect();
+        let mut schedule = Schedule { sequences: Vec::new(), home: FxHashMap::default(), runs_of_kind: FxHashMap::default() };
+        let mut aliases = Vec::new();
+        for (s, order) in schedules.iter().enumerate() {
+            let mut sequence = Sequence { order, alike: FxHashMap::default(), custom_call: Vec::new(), launches_nothing: Vec::new() };
+            for (p, &name) in order.iter().enumerate() {
+                let text = capture.str(name).unwrap_or("");
+                let (opcode, shape) = capture.hlo.find(program_id, module, name).map_or((NO_STR, NO_STR), |h| (h.opcode, h.shape));
+                sequence.custom_call.push(opcode == custom_call && opcode != NO_STR);
+                sequence.launches_nothing.push(launch_nothing.contains(&opcode));
+                let kind = (stem(text), opcode, shape);
+                sequence.alike.entry(kind).or_default().push(p);
+                schedule.home.entry(name).or_insert((s, kind));
+                if let Some(alias) = text.contains('.').then(|| capture.strings.lookup(&text.replace('.', "_"))).flatten() {
+                    aliases.push((alias, (s, kind)));
+                }
+            }
+            for &kind in sequence.alike.keys() {
+                *schedule.runs_of_kind.entry(kind).or_default() += 1;
+            }
+            schedule.sequences.push(sequence);
+        }
+        // Aliases after every real name: an alias never hides one.
+        for (alias, home) in aliases {
+            schedule.home.entry(alias).or_insert(home);
+        }
+        Some(schedule)
+    }
+
+    /// Walks one launch's kernels (in the order they ran) on from `walk`, along the computation
+    /// most of them name (the first on a tie) unless the walk began in an earlier window.
+    fn place(&self, launch: &[Kernel], walk: &mut Walk, placements: &mut Placements) {
+        if walk.sequence.is_none() {
+            // A kernel whose kind only one computation runs names that computation for sure; one
+            // shared by identical fusions of several (a loop body's, the entry's) only if none does.
+            let (mut sure, mut any) = (vec![0usize; self.sequences.len()], vec![0usize; self.sequences.len()]);
+            for kernel in launch {
+                if let Some(&(s, kind)) = self.home.get(&kernel.name) {
+                    any[s] += 1;
+                    if self.runs_of_kind.get(&kind) == Some(&1) {
+                        sure[s] += 1;
+                    }
+                }
+            }
+            let most = |votes: &[usize]| votes.iter().enumerate().filter(|(_, &v)| v > 0).max_by_key(|&(s, &v)| (v, std::cmp::Reverse(s))).map(|(s, _)| s);
+            walk.sequence = most(&sure).or_else(|| most(&any));
+        }
+        let Some(s) = walk.sequence else { return };
+        let sequence = &self.sequences[s];
+        for kernel in launch {
+            if walk.lost {
+                return;
+            }
+            let Some(&(_, kind)) = self.home.get(&kernel.name) else {
+                // Names no instruction: the custom-call after the last placed kernel, if one.
+                if let Some(call) = walk.last_placed.and_then(|placed| sequence.custom_call_after(placed)) {
+                    placements.insert((kernel.chunk, kernel.index), sequence.order[call]);
+                }
+                continue;
+            };
+            // The named instruction itself when it is in this computation, else one identical to it.
+            let alike = sequence.alike.get(&kind).map_or(&[][..], Vec::as_slice);
+            let Some(&at) = alike.get(alike.partition_point(|&p| p < walk.next)) else {
+                // Nothing of this kind is left ahead (a kernel of a nested loop's body, or one run
+                // out of order): the rest of the launch keeps its names.
+                walk.lost = true;
+                return;
+            };
+            placements.insert((kernel.chunk, kernel.index), sequence.order[at]);
+            walk.last_placed = Some(at);
+            walk.next = at + 1;
+        }
+    }
+}
+
+/// An instruction's name without its `.N` suffix (`gemm_fusion_dot.13` → `gemm_fusion_dot`).
+fn stem(name: &str) -> &str {
+    match name.rsplit_once('.') {
+        Some((stem, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => stem,
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems() {
+        assert_eq!(stem("gemm_fusion_dot.13"), "gemm_fusion_dot");
+        assert_eq!(stem("wrapped_convert"), "wrapped_convert");
+        assert_eq!(stem("fusion.3.clone"), "fusion.3.clone");
+        assert_eq!(stem("custom-call."), "custom-call.");
+    }
+}
