@@ -136,7 +136,7 @@ fn gpu_command_buffer_kernels_are_placed_as_without_command_buffers() {
         rows.iter().map(|r| (r["k"].to_string(), as_i64(&r["n"]))).collect::<BTreeMap<String, i64>>()
     };
     let scope = "coalesce(region_path, '') || ' ' || pass";
-    for name in ["fused_kernels", "host_bound_gappy", "mlp_train", "scan_remat", "transformer_lm", "transformer_lm_wide"] {
+    for name in ["fused_kernels", "fused_kernels_scan", "host_bound_gappy", "mlp_train", "scan_remat", "transformer_lm", "transformer_lm_wide"] {
         assert_eq!(counts(name, scope), counts(&format!("{name}_nocb"), scope), "{name}: kernels per scope path and pass");
     }
     for name in ["host_bound_gappy", "mlp_train", "transformer_lm", "transformer_lm_wide"] {

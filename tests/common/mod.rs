@@ -21,6 +21,8 @@ pub const JAX_CPU_CAPTURES: &[&str] =
 pub const JAX_GPU_CAPTURES: &[&str] = &[
     "fused_kernels",
     "fused_kernels_nocb",
+    "fused_kernels_scan",
+    "fused_kernels_scan_nocb",
     "host_bound_gappy",
     "host_bound_gappy_nocb",
     "mlp_after",

@@ -1,6 +1,6 @@
 """A bf16 transformer whose attention is cuDNN's fused kernel and whose MLP bias-GELU is a Pallas kernel.
 
-    python3 fused_kernels_gen.py --out OUT_DIR [--attention cudnn|xla] [--interpret]
+    python3 fused_kernels_gen.py --out OUT_DIR [--attention cudnn|xla] [--interpret] [--scan]
 
 Uses the shared generators' `common.capture` (profile layout, capture.json); run it from a
 folder holding `common.py` (../shared/fixtures/gen). What real JAX training on NVIDIA GPUs
@@ -10,7 +10,9 @@ kernel; `custom_vjp`, its backward in jnp), in bf16 with fp32 master weights. Na
 forward/layer/{attention,mlp}, loss, optimizer; 10 steps, each in
 StepTraceAnnotation("train", step_num=i). If cuDNN attention or the Pallas kernel cannot be
 built on the machine, the generator falls back (XLA attention, jnp GELU) and capture.json
-says what ran. `--attention xla --interpret` runs it on a CPU.
+says what ran. `--scan` stacks the layers and runs them in one `jax.lax.scan`, each under
+`jax.checkpoint` (the MaxText / Levanter layout): the library kernels then run in loop bodies.
+`--attention xla --interpret` runs it on a CPU.
 """
 import functools
 import traceback
@@ -25,9 +27,11 @@ import common
 
 args = common.parse_args("fused_kernels", lambda p: (
     p.add_argument("--attention", choices=["cudnn", "xla"], default="cudnn"),
-    p.add_argument("--interpret", action="store_true", help="run the Pallas kernel interpreted")))
+    p.add_argument("--interpret", action="store_true", help="run the Pallas kernel interpreted"),
+    p.add_argument("--scan", action="store_true", help="scan the layers, each rematerialised"),
+    p.add_argument("--layers", type=int, default=2)))
 out = args.out
-L, D, H, T, B, V = 2, 512, 8, 256, 8, 2048
+L, D, H, T, B, V = args.layers, 512, 8, 256, 8, 2048
 HD = D // H
 ROWS = 128  # rows of a Pallas block; B*T and 4*D are multiples of it
 
@@ -106,6 +110,8 @@ def init(key):
     layers = [{"wqkv": n(k[2 + 4 * i], (D, 3 * D), D), "wo": n(k[3 + 4 * i], (D, D), D),
                "w1": n(k[4 + 4 * i], (D, 4 * D), D), "b1": jnp.zeros((4 * D,)),
                "w2": n(k[5 + 4 * i], (4 * D, D), 4 * D)} for i in range(L)]
+    if args.scan:
+        layers = jax.tree.map(lambda *ws: jnp.stack(ws), *layers)
     return {"embed": n(k[0], (V, D), 1.0) * 0.02, "head": n(k[1], (D, V), D), "layers": layers}
 
 
@@ -131,8 +137,11 @@ def layer(x, w):
 def loss_fn(p, tokens):
     with jax.named_scope("forward"):
         x = p["embed"][tokens].astype(jnp.bfloat16)
-        for w in p["layers"]:
-            x = layer(x, w)
+        if args.scan:
+            x, _ = jax.lax.scan(jax.checkpoint(lambda x, w: (layer(x, w), None)), x, p["layers"])
+        else:
+            for w in p["layers"]:
+                x = layer(x, w)
         logits = (norm(x) @ p["head"].astype(jnp.bfloat16)).astype(jnp.float32)
     with jax.named_scope("loss"):
         return optax.softmax_cross_entropy_with_integer_labels(logits[:, :-1], tokens[:, 1:]).mean()
@@ -155,7 +164,7 @@ state = opt.init(params)
 data = jax.random.randint(jax.random.PRNGKey(1), (8, B, T), 0, V)
 for i in range(args.warmup):
     params, state, loss = common.block(train_step(params, state, data[i % 8]))
-meta = {"workload": "fused_kernels", "layers": L, "d_model": D, "heads": H, "seq": T, "batch": B,
+meta = {"workload": "fused_kernels", "scan": args.scan, "layers": L, "d_model": D, "heads": H, "seq": T, "batch": B,
         "vocab": V, "dtype": "bfloat16", "steps": args.steps, "ran": ran}
 with common.capture(out, tracer=args.tracer, meta=meta):
     for i in range(args.steps):
