@@ -28,8 +28,29 @@
 use crate::model::*;
 use rustc_hash::FxHashMap;
 
-/// Instruction name ids of buffered kernels placed by schedule, by (chunk index, event index).
-pub type Placements = FxHashMap<(u32, u32), u32>;
+/// Instruction name ids of buffered kernels placed by schedule: per chunk (empty for a chunk
+/// without any), per event, NO_STR for an event not placed.
+#[derive(Default)]
+pub struct Placements(Vec<Vec<u32>>);
+
+impl Placements {
+    /// The instruction event `i` of chunk `chunk` was placed on, if any.
+    pub fn get(&self, chunk: usize, i: usize) -> Option<u32> {
+        self.0.get(chunk).and_then(|events| events.get(i)).copied().filter(|&name| name != NO_STR)
+    }
+
+    fn insert(&mut self, capture: &Capture, kernel: &Kernel, name: u32) {
+        let chunk = kernel.chunk as usize;
+        if self.0.len() <= chunk {
+            self.0.resize_with(capture.chunks.len(), Vec::new);
+        }
+        let events = &mut self.0[chunk];
+        if events.is_empty() {
+            events.resize(capture.chunks[chunk].len(), NO_STR);
+        }
+        events[kernel.index as usize] = name;
+    }
+}
 
 /// Where the walk of each graph launch (line index, correlation id) stands.
 pub type Walks = FxHashMap<(u32, i64), Walk>;
@@ -65,31 +86,34 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
     if capture.hlo.schedule_by_program.is_empty() && capture.hlo.schedule_by_module.is_empty() {
         return placements;
     }
+    // The device-op lines' runs first, so that the kernels' vector is made once at its size.
+    let runs: Vec<(usize, u32, std::ops::Range<usize>)> = capture
+        .chunks
+        .iter()
+        .enumerate()
+        .flat_map(|(ci, chunk)| chunk.line_runs().filter(|(line, _)| device_op_line[*line as usize]).map(move |(line, events)| (ci, line, events)))
+        .collect();
     let mut is_buffer: FxHashMap<u32, bool> = FxHashMap::default();
-    let mut kernels = Vec::new();
-    for (ci, chunk) in capture.chunks.iter().enumerate() {
-        for (line, events) in chunk.line_runs() {
-            if !device_op_line[line as usize] {
+    let mut kernels = Vec::with_capacity(runs.iter().map(|r| r.2.len()).sum());
+    for (ci, line, events) in runs {
+        let chunk = &capture.chunks[ci];
+        for i in events {
+            let hlo_op = chunk.hlo_op.get(i);
+            let correlation = chunk.correlation_id.get(i);
+            if hlo_op == NO_STR || correlation == NULL_I64 || chunk.name[i] == NO_STR {
                 continue;
             }
-            for i in events {
-                let hlo_op = chunk.hlo_op.get(i);
-                let correlation = chunk.correlation_id.get(i);
-                if hlo_op == NO_STR || correlation == NULL_I64 || chunk.name[i] == NO_STR {
-                    continue;
-                }
-                if *is_buffer.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
-                    kernels.push(Kernel {
-                        line,
-                        correlation,
-                        start_ns: chunk.start_ns[i],
-                        chunk: ci as u32,
-                        index: i as u32,
-                        name: chunk.name[i],
-                        program_id: chunk.program_id.get(i),
-                        module: chunk.hlo_module.get(i),
-                    });
-                }
+            if *is_buffer.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
+                kernels.push(Kernel {
+                    line,
+                    correlation,
+                    start_ns: chunk.start_ns[i],
+                    chunk: ci as u32,
+                    index: i as u32,
+                    name: chunk.name[i],
+                    program_id: chunk.program_id.get(i),
+                    module: chunk.hlo_module.get(i),
+                });
             }
         }
     }
@@ -100,21 +124,22 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
         let schedule = schedules.entry((first.program_id, first.module)).or_insert_with(|| Schedule::of(capture, first.program_id, first.module));
         if let Some(schedule) = schedule {
             let walk = walks.entry((first.line, first.correlation)).or_default();
-            schedule.place(launch, walk, &mut placements);
+            schedule.place(capture, launch, walk, &mut placements);
         }
     }
     placements
 }
 
-/// What makes XLA run identical instructions as one kernel: name stem, opcode and shape.
-type Kind<'c> = (&'c str, u32, u32);
+/// What makes XLA run identical instructions as one kernel: name stem, opcode and shape, as an
+/// index into the schedule's kinds.
+type Kind = u32;
 
 /// One scheduled computation, indexed for the walk.
 struct Sequence<'c> {
     /// Instruction name ids in scheduled order.
     order: &'c [u32],
     /// Kind → the positions of the instructions of that kind, in order.
-    alike: FxHashMap<Kind<'c>, Vec<usize>>,
+    alike: FxHashMap<Kind, Vec<usize>>,
     /// Per position: whether the instruction is a custom-call, and whether it launches nothing.
     custom_call: Vec<bool>,
     launches_nothing: Vec<bool>,
@@ -138,9 +163,9 @@ const LAUNCH_NOTHING: [&str; 9] = ["parameter", "constant", "get-tuple-element",
 struct Schedule<'c> {
     sequences: Vec<Sequence<'c>>,
     /// Name id (and its `_`-spelled kernel alias) → (sequence, kind) of the instruction it names.
-    home: FxHashMap<u32, (usize, Kind<'c>)>,
+    home: FxHashMap<u32, (usize, Kind)>,
     /// Kind → how many sequences hold instructions of it.
-    runs_of_kind: FxHashMap<Kind<'c>, usize>,
+    runs_of_kind: Vec<usize>,
 }
 
 impl<'c> Schedule<'c> {
@@ -149,7 +174,8 @@ impl<'c> Schedule<'c> {
         let opcode_id = |text: &str| capture.strings.lookup(text).unwrap_or(NO_STR);
         let custom_call = opcode_id("custom-call");
         let launch_nothing: Vec<u32> = LAUNCH_NOTHING.iter().map(|t| opcode_id(t)).filter(|&id| id != NO_STR).collect();
-        let mut schedule = Schedule { sequences: Vec::new(), home: FxHashMap::default(), runs_of_kind: FxHashMap::default() };
+        let mut schedule = Schedule { sequences: Vec::new(), home: FxHashMap::default(), runs_of_kind: Vec::new() };
+        let mut kinds: FxHashMap<(&str, u32, u32), Kind> = FxHashMap::default();
         let mut aliases = Vec::new();
         for (s, order) in schedules.iter().enumerate() {
             let mut sequence = Sequence { order, alike: FxHashMap::default(), custom_call: Vec::new(), launches_nothing: Vec::new() };
@@ -158,15 +184,17 @@ impl<'c> Schedule<'c> {
                 let (opcode, shape) = capture.hlo.find(program_id, module, name).map_or((NO_STR, NO_STR), |h| (h.opcode, h.shape));
                 sequence.custom_call.push(opcode == custom_call && opcode != NO_STR);
                 sequence.launches_nothing.push(launch_nothing.contains(&opcode));
-                let kind = (stem(text), opcode, shape);
+                let next_kind = kinds.len() as Kind;
+                let kind = *kinds.entry((stem(text), opcode, shape)).or_insert(next_kind);
                 sequence.alike.entry(kind).or_default().push(p);
                 schedule.home.entry(name).or_insert((s, kind));
                 if let Some(alias) = text.contains('.').then(|| capture.strings.lookup(&text.replace('.', "_"))).flatten() {
                     aliases.push((alias, (s, kind)));
                 }
             }
+            schedule.runs_of_kind.resize(kinds.len(), 0);
             for &kind in sequence.alike.keys() {
-                *schedule.runs_of_kind.entry(kind).or_default() += 1;
+                schedule.runs_of_kind[kind as usize] += 1;
             }
             schedule.sequences.push(sequence);
         }
@@ -179,7 +207,7 @@ impl<'c> Schedule<'c> {
 
     /// Walks one launch's kernels (in the order they ran) on from `walk`, along the computation
     /// most of them name (the first on a tie) unless the walk began in an earlier window.
-    fn place(&self, launch: &[Kernel], walk: &mut Walk, placements: &mut Placements) {
+    fn place(&self, capture: &Capture, launch: &[Kernel], walk: &mut Walk, placements: &mut Placements) {
         if walk.sequence.is_none() {
             // A kernel whose kind only one computation runs names that computation for sure; one
             // shared by identical fusions of several (a loop body's, the entry's) only if none does.
@@ -187,7 +215,7 @@ impl<'c> Schedule<'c> {
             for kernel in launch {
                 if let Some(&(s, kind)) = self.home.get(&kernel.name) {
                     any[s] += 1;
-                    if self.runs_of_kind.get(&kind) == Some(&1) {
+                    if self.runs_of_kind[kind as usize] == 1 {
                         sure[s] += 1;
                     }
                 }
@@ -204,7 +232,7 @@ impl<'c> Schedule<'c> {
             let Some(&(_, kind)) = self.home.get(&kernel.name) else {
                 // Names no instruction: the custom-call after the last placed kernel, if one.
                 if let Some(call) = walk.last_placed.and_then(|placed| sequence.custom_call_after(placed)) {
-                    placements.insert((kernel.chunk, kernel.index), sequence.order[call]);
+                    placements.insert(capture, kernel, sequence.order[call]);
                 }
                 continue;
             };
@@ -216,7 +244,7 @@ impl<'c> Schedule<'c> {
                 walk.lost = true;
                 return;
             };
-            placements.insert((kernel.chunk, kernel.index), sequence.order[at]);
+            placements.insert(capture, kernel, sequence.order[at]);
             walk.last_placed = Some(at);
             walk.next = at + 1;
         }

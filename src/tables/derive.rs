@@ -1059,7 +1059,7 @@ impl Deriver {
                     let chunk = &capture.chunks[ci];
                     let line = &capture.lines[chunk.line[i] as usize];
                     let plane = &capture.planes[line.plane as usize];
-                    let placed = placements.get(&(ci as u32, i as u32)).copied();
+                    let placed = placements.get(ci, i);
                     slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows, launches, placed));
                 }
                 caches.strings
