@@ -10,20 +10,21 @@
 //! A graph runs its kernels in scheduled order, so the kernels of one launch (one stream, one
 //! correlation id), in the order they ran, are walked along the schedule of the computation most
 //! of them name (a loop body's graph along the body's; kernels that identical fusions of several
-//! computations share count only where no other kernel names one). A kernel named
-//! after an instruction is placed on the first instruction at or after the walk's position that
-//! is the named one or identical to it (same name stem, opcode and shape: what makes XLA share
-//! the kernel). Kernels that name no instruction, after a placed one, go to the custom-call
+//! computations share count only where no other kernel names one). A kernel named after an
+//! instruction is placed on the first instruction at or after the walk's position that is the
+//! named one or identical to it (same name stem, opcode and shape: what makes XLA share the
+//! kernel). Kernels that name no instruction, after a placed one, go to the custom-call
 //! scheduled next after it (a cuBLAS matmul, a cuDNN attention with its memsets, a Pallas
 //! kernel) when only instructions that launch nothing (bitcasts, tuples, parameters, ...) lie
 //! between, and no other custom-call follows it that way; otherwise they keep their names, as
-//! does the rest of a launch once nothing of a kernel's kind is left ahead. A plane streamed in
-//! time windows carries each launch's walk into the next window ([`Walks`]): only the choice of
-//! computation looks ahead, at the launch's kernels in the window where it begins (a launch cut
-//! by a window whose first part names another computation most is walked along that one, and
-//! its kernels keep their names once it is lost). Checked against
-//! the same workloads captured with command buffers off, where every kernel carries its own
-//! instruction (tests/oracle.rs).
+//! does the rest of a launch once nothing of a kernel's kind is left ahead.
+//!
+//! A plane streamed in time windows carries each launch's walk into the next window
+//! ([`Walks`]). Only the choice of computation looks ahead, at the launch's kernels in the
+//! window where it begins: a launch cut by a window whose first part names another computation
+//! most is walked along that one, and its kernels keep their names once it is lost. Checked
+//! against the same workloads captured with command buffers off, where every kernel carries its
+//! own instruction (tests/oracle.rs).
 
 use crate::model::*;
 use rustc_hash::FxHashMap;
