@@ -1,4 +1,5 @@
-//! HLO module decoding (the subset in `proto/hlo.proto`), for opcodes, scope paths and shapes.
+//! HLO module decoding (the subset in `proto/hlo.proto`), for opcodes, scope paths, shapes and
+//! the order each computation's instructions run in (its schedule).
 //!
 //! On CPU captures the HloProto is the only source of named-scope paths (`metadata.op_name`)
 //! and of the opcode that tells `psum.7` is an all-reduce. The index is built from the
@@ -305,7 +306,6 @@ impl<'a> InstructionFields<'a> {
             match field {
                 1 => instr.name = text_of(value, off)?,
                 2 => instr.opcode = text_of(value, off)?,
-                35 => instr.id = value.as_i64(),
                 3 => instr.shape = Some((bytes_of(value, off)?, off)),
                 7 => {
                     instr.has_metadata = true;
@@ -320,6 +320,7 @@ impl<'a> InstructionFields<'a> {
                         }
                     }
                 }
+                35 => instr.id = value.as_i64(),
                 _ => {}
             }
         }
@@ -405,35 +406,42 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
         }
         computation_ids.push((computation_id, instruction_ids));
     }
-    let mut sequences = Vec::new();
-    if let Some((bytes, base)) = schedule {
-        let mut f = Fields::with_base(bytes, base);
-        while let Some((field, value, off)) = f.next_field()? {
-            if field != 1 {
-                continue;
-            }
-            let (mut computation, mut ids) = (0, Vec::new());
-            let mut entry = Fields::with_base(bytes_of(value, off)?, off);
-            while let Some((field, value, off)) = entry.next_field()? {
-                match field {
-                    1 => computation = value.as_i64(),
-                    2 => {
-                        let mut sequence = Fields::with_base(bytes_of(value, off)?, off);
-                        while let Some((field, value, _)) = sequence.next_field()? {
-                            if field == 1 {
-                                push_varints(value, &mut ids)?;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            sequences.push((computation, ids));
-        }
-    }
+    let sequences = match schedule {
+        Some((bytes, base)) => schedule_sequences(bytes, base)?,
+        None => Vec::new(),
+    };
     let schedules: Vec<Vec<u32>> = computation_ids.iter().filter_map(|(id, instructions)| scheduled(*id, instructions, &sequences)).collect();
     add_module(module_id, program_id, instructions, aliases, schedules, pool, index);
     Ok(())
+}
+
+/// The (computation id, instruction ids) sequences of a serialized HloScheduleProto.
+fn schedule_sequences(bytes: &[u8], base: usize) -> Result<Vec<(i64, Vec<i64>)>, WireError> {
+    let mut sequences = Vec::new();
+    let mut f = Fields::with_base(bytes, base);
+    while let Some((field, value, off)) = f.next_field()? {
+        if field != 1 {
+            continue;
+        }
+        let (mut computation, mut ids) = (0, Vec::new());
+        let mut entry = Fields::with_base(bytes_of(value, off)?, off);
+        while let Some((field, value, off)) = entry.next_field()? {
+            match field {
+                1 => computation = value.as_i64(),
+                2 => {
+                    let mut sequence = Fields::with_base(bytes_of(value, off)?, off);
+                    while let Some((field, value, _)) = sequence.next_field()? {
+                        if field == 1 {
+                            push_varints(value, &mut ids)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        sequences.push((computation, ids));
+    }
+    Ok(sequences)
 }
 
 /// A computation's instructions (name ids) in their scheduled order: the sequence of
@@ -562,8 +570,7 @@ mod tests {
             if instr.name.contains('.') {
                 aliases.push((instr.name.replace('.', "_"), info.clone()));
             }
-            let name_id = pool.intern(&instr.name);
-            instructions.push((name_id, info));
+            instructions.push((pool.intern(&instr.name), info));
         }
         let schedules = module
             .computations

@@ -1996,8 +1996,8 @@ fn make_op<'c>(
         }
     }
     // The first name the module's HLO knows wins: inside a GPU command buffer (CUDA graph) every
-    // kernel's hlo_op is the buffer (`command_buffer_1`, absent from the HLO) while the kernel's
-    // own name is its fusion's instruction name, unless the program's schedule placed it.
+    // kernel's hlo_op is the buffer (`command_buffer_1`, absent from the HLO), so the instruction
+    // the program's schedule placed it on comes first (`command_buffers`), then its kernel name.
     let names = [placed.unwrap_or(chunk.hlo_op.get(i)), chunk.display_name.get(i), chunk.name[i]];
     let (hlo_op, instr) = *caches.instr.entry((program_id, hlo_module, names)).or_insert_with(|| {
         names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
