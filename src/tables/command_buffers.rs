@@ -84,7 +84,8 @@ struct Kernel {
 /// decoded whole; a window's left by the window before) and left there for the next window.
 pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks: &mut Walks) -> Placements {
     let mut placements = Placements::default();
-    if capture.hlo.schedule_by_program.is_empty() && capture.hlo.schedule_by_module.is_empty() {
+    // A CPU capture has schedules but no device-op lines: its events are not looked at.
+    if (capture.hlo.schedule_by_program.is_empty() && capture.hlo.schedule_by_module.is_empty()) || !device_op_line.contains(&true) {
         return placements;
     }
     // The device-op lines' runs first, so that the kernels' vector is made once at its size.
@@ -141,9 +142,11 @@ struct Sequence<'c> {
     order: &'c [u32],
     /// Kind → the positions of the instructions of that kind, in order.
     alike: FxHashMap<Kind, Vec<usize>>,
-    /// Per position: whether the instruction is a custom-call, and whether it launches nothing.
+    /// Per position: whether the instruction is a custom-call.
     custom_call: Vec<bool>,
-    launches_nothing: Vec<bool>,
+    /// Per position: the next position after it whose instruction launches anything (the
+    /// sequence's length where none does), so that a hostile schedule costs no scan per kernel.
+    next_launching: Vec<usize>,
 }
 
 impl Sequence<'_> {
@@ -151,9 +154,9 @@ impl Sequence<'_> {
     /// to: the next instruction that launches anything, when it is a custom-call and the next
     /// after it is none.
     fn custom_call_after(&self, placed: usize) -> Option<usize> {
-        let launching_after = |p: usize| (p + 1..self.order.len()).find(|&q| !self.launches_nothing[q]);
-        let call = launching_after(placed).filter(|&q| self.custom_call[q])?;
-        launching_after(call).is_none_or(|q| !self.custom_call[q]).then_some(call)
+        let is_call = |p: usize| self.custom_call.get(p).copied().unwrap_or(false);
+        let call = self.next_launching[placed];
+        (is_call(call) && !is_call(self.next_launching[call])).then_some(call)
     }
 }
 
@@ -179,12 +182,13 @@ impl<'c> Schedule<'c> {
         let mut kinds: FxHashMap<(&str, u32, u32), Kind> = FxHashMap::default();
         let mut aliases = Vec::new();
         for (s, order) in schedules.iter().enumerate() {
-            let mut sequence = Sequence { order, alike: FxHashMap::default(), custom_call: Vec::new(), launches_nothing: Vec::new() };
+            let mut sequence = Sequence { order, alike: FxHashMap::default(), custom_call: Vec::new(), next_launching: Vec::new() };
+            let mut launches_nothing = Vec::with_capacity(order.len());
             for (p, &name) in order.iter().enumerate() {
                 let text = capture.str(name).unwrap_or("");
                 let (opcode, shape) = capture.hlo.find(program_id, module, name).map_or((NO_STR, NO_STR), |h| (h.opcode, h.shape));
                 sequence.custom_call.push(opcode == custom_call && opcode != NO_STR);
-                sequence.launches_nothing.push(launch_nothing.contains(&opcode));
+                launches_nothing.push(launch_nothing.contains(&opcode));
                 let next_kind = kinds.len() as Kind;
                 let kind = *kinds.entry((stem(text), opcode, shape)).or_insert(next_kind);
                 sequence.alike.entry(kind).or_default().push(p);
@@ -193,6 +197,7 @@ impl<'c> Schedule<'c> {
                     aliases.push((alias, (s, kind)));
                 }
             }
+            sequence.next_launching = next_launching(&launches_nothing);
             schedule.runs_of_kind.resize(kinds.len(), 0);
             for &kind in sequence.alike.keys() {
                 schedule.runs_of_kind[kind as usize] += 1;
@@ -210,19 +215,21 @@ impl<'c> Schedule<'c> {
     /// most of them name (the first on a tie) unless the walk began in an earlier window.
     fn place(&self, capture: &Capture, launch: &[Kernel], walk: &mut Walk, placements: &mut Placements) {
         if walk.sequence.is_none() {
-            // A kernel whose kind only one computation runs names that computation for sure; one
-            // shared by identical fusions of several (a loop body's, the entry's) only if none does.
-            let (mut sure, mut any) = (vec![0usize; self.sequences.len()], vec![0usize; self.sequences.len()]);
+            // (sure, any) votes of the computations the launch's kernels name: a kernel whose kind
+            // only one computation runs names that computation for sure; one shared by identical
+            // fusions of several (a loop body's, the entry's) counts only if no kernel is sure.
+            let mut votes: std::collections::BTreeMap<usize, (usize, usize)> = std::collections::BTreeMap::new();
             for kernel in launch {
                 if let Some(&(s, kind)) = self.home.get(&kernel.name) {
-                    any[s] += 1;
-                    if self.runs_of_kind[kind as usize] == 1 {
-                        sure[s] += 1;
-                    }
+                    let vote = votes.entry(s).or_default();
+                    vote.0 += usize::from(self.runs_of_kind[kind as usize] == 1);
+                    vote.1 += 1;
                 }
             }
-            let most = |votes: &[usize]| votes.iter().enumerate().filter(|(_, &v)| v > 0).max_by_key(|&(s, &v)| (v, std::cmp::Reverse(s))).map(|(s, _)| s);
-            walk.sequence = most(&sure).or_else(|| most(&any));
+            let most = |count: fn(&(usize, usize)) -> usize| {
+                votes.iter().filter(|(_, v)| count(v) > 0).max_by_key(|&(&s, v)| (count(v), std::cmp::Reverse(s))).map(|(&s, _)| s)
+            };
+            walk.sequence = most(|v| v.0).or_else(|| most(|v| v.1));
         }
         let Some(s) = walk.sequence else { return };
         let sequence = &self.sequences[s];
@@ -252,6 +259,16 @@ impl<'c> Schedule<'c> {
     }
 }
 
+/// Per position, the next position after it whose instruction launches anything (not
+/// `launches_nothing`); the length where none does.
+fn next_launching(launches_nothing: &[bool]) -> Vec<usize> {
+    let mut next = vec![launches_nothing.len(); launches_nothing.len()];
+    for p in (0..launches_nothing.len().saturating_sub(1)).rev() {
+        next[p] = if launches_nothing[p + 1] { next[p + 1] } else { p + 1 };
+    }
+    next
+}
+
 /// An instruction's name without its `.N` suffix (`gemm_fusion_dot.13` → `gemm_fusion_dot`).
 fn stem(name: &str) -> &str {
     match name.rsplit_once('.') {
@@ -263,6 +280,27 @@ fn stem(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Kernels naming nothing go to the custom-call that launches next, unless another custom-call
+    /// launches right after it (which of the two ran which kernel is not known).
+    #[test]
+    fn custom_call_after_a_placed_kernel() {
+        // fusion, gte, custom-call, gte, fusion, custom-call, bitcast, custom-call
+        let launches_nothing = [false, true, false, true, false, false, true, false];
+        let sequence = Sequence {
+            order: &[0; 8],
+            alike: FxHashMap::default(),
+            custom_call: vec![false, false, true, false, false, true, false, true],
+            next_launching: next_launching(&launches_nothing),
+        };
+        assert_eq!(sequence.next_launching, [2, 2, 4, 4, 5, 7, 7, 8]);
+        assert_eq!(sequence.custom_call_after(0), Some(2));
+        assert_eq!(sequence.custom_call_after(1), Some(2));
+        assert_eq!(sequence.custom_call_after(2), None, "a fusion launches next");
+        assert_eq!(sequence.custom_call_after(4), None, "two custom-calls in a row");
+        assert_eq!(sequence.custom_call_after(5), Some(7));
+        assert_eq!(sequence.custom_call_after(7), None, "the end");
+    }
 
     #[test]
     fn stems() {
