@@ -328,6 +328,12 @@ impl<'a> InstructionFields<'a> {
     }
 }
 
+/// The name XLA gives an instruction's GPU kernel when it differs from the instruction's: `.`
+/// spelled `_` (`gemm_fusion_dot.11` runs as `gemm_fusion_dot_11`).
+pub fn kernel_alias(instruction: &str) -> Option<String> {
+    instruction.contains('.').then(|| instruction.replace('.', "_"))
+}
+
 /// Decodes one serialized HloProto and adds its instructions to `index` under
 /// `program_id` (when known) and under the module name.
 pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
@@ -395,10 +401,9 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
                 shape: if shape_text.is_empty() { crate::model::NO_STR } else { pool.intern(&shape_text) },
                 shape_bytes: shape_bytes.map(|b| b as i64),
             };
-            // GPU kernels are named after their instruction with `.` spelled `_` (`gemm_fusion_dot.11`
-            // runs as `gemm_fusion_dot_11`); the spelling is an alias that never hides a real name.
-            if instr.name.contains('.') {
-                aliases.push((instr.name.replace('.', "_"), info.clone()));
+            // The kernel spelling is an alias that never hides a real name.
+            if let Some(alias) = kernel_alias(instr.name) {
+                aliases.push((alias, info.clone()));
             }
             let name_id = pool.intern(instr.name);
             instruction_ids.push((instr.id, name_id));

@@ -26,8 +26,15 @@
 //! against the same workloads captured with command buffers off, where every kernel carries its
 //! own instruction (tests/oracle.rs).
 
+use crate::decode::hlo::kernel_alias;
 use crate::model::*;
 use rustc_hash::FxHashMap;
+
+/// Whether an event's `hlo_op` is a command buffer (`command_buffer_1`) rather than the
+/// instruction its kernel runs.
+pub fn names_command_buffer(hlo_op: &str) -> bool {
+    hlo_op.starts_with("command_buffer")
+}
 
 /// Instruction name ids of buffered kernels placed by schedule: per chunk (empty for a chunk
 /// without any), per event, NO_STR for an event not placed.
@@ -105,7 +112,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
             if hlo_op == NO_STR || correlation == NULL_I64 || chunk.name[i] == NO_STR {
                 continue;
             }
-            if *is_buffer.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer"))) {
+            if *is_buffer.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(names_command_buffer)) {
                 kernels.push(Kernel {
                     line,
                     correlation,
@@ -193,7 +200,7 @@ impl<'c> Schedule<'c> {
                 let kind = *kinds.entry((stem(text), opcode, shape)).or_insert(next_kind);
                 sequence.alike.entry(kind).or_default().push(p);
                 schedule.home.entry(name).or_insert((s, kind));
-                if let Some(alias) = text.contains('.').then(|| capture.strings.lookup(&text.replace('.', "_"))).flatten() {
+                if let Some(alias) = kernel_alias(text).and_then(|alias| capture.strings.lookup(&alias)) {
                     aliases.push((alias, (s, kind)));
                 }
             }

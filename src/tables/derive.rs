@@ -1343,7 +1343,7 @@ impl Deriver {
         for op in ops {
             self.op_ns += op.dur_ns;
             let hlo_op = capture.chunks[op.chunk as usize].hlo_op.get(op.index as usize);
-            let mut is_buffered = || *buffered.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(|h| h.starts_with("command_buffer")));
+            let mut is_buffered = || *buffered.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(super::command_buffers::names_command_buffer));
             if !programs.contains(&op.program_id) && !capture.hlo.modules.contains_key(&op.hlo_module) {
                 if xplane && (op.program_id != NULL_I64 || op.hlo_module != NO_STR) {
                     self.ops_without_hlo.0 += 1;
@@ -2002,7 +2002,7 @@ fn make_op<'c>(
     let (hlo_op, instr) = *caches.instr.entry((program_id, hlo_module, names)).or_insert_with(|| {
         names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
             // Without HLO (trace JSON) the kernel still names its work better than its buffer.
-            let buffered = capture.str(chunk.hlo_op.get(i)).is_some_and(|h| h.starts_with("command_buffer")) && chunk.name[i] != NO_STR;
+            let buffered = capture.str(chunk.hlo_op.get(i)).is_some_and(super::command_buffers::names_command_buffer) && chunk.name[i] != NO_STR;
             (if buffered { chunk.name[i] } else { names.into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR) }, None)
         })
     });
