@@ -368,6 +368,7 @@ fn gpu_hlo_stats_match_xprof() {
 fn jax_gpu_hlo_stats_without_command_buffers_match_xprof() {
     for name in [
         "fused_kernels_nocb",
+        "fused_kernels_scan_nocb",
         "host_bound_gappy_nocb",
         "mlp_train_nocb",
         "mlp_train_detail_nocb_h200",
