@@ -798,9 +798,20 @@ pub struct HloIndex {
     pub schedule_by_module: HashMap<u32, Schedules>,
 }
 
-/// A module's schedule: one sequence of instruction name ids per scheduled computation, in the
-/// module's order of computations.
-pub type Schedules = std::sync::Arc<Vec<Vec<u32>>>;
+/// A module's schedule, shared by its program id and its name.
+pub type Schedules = std::sync::Arc<ModuleSchedule>;
+
+/// A module's schedule: what its computations run, in order.
+#[derive(Clone, Default, Debug, PartialEq)]
+pub struct ModuleSchedule {
+    /// One sequence of instruction name ids per scheduled computation, in the module's order
+    /// of computations.
+    pub sequences: Vec<Vec<u32>>,
+    /// Each `async-start` (name id) → the instruction it starts (the root of its called
+    /// computation, e.g. the dynamic-slice fusion of `fusion-start.4`): what its kernels run
+    /// and, outside a CUDA graph, what they name.
+    pub started: HashMap<u32, u32>,
+}
 
 impl HloIndex {
     /// The schedule of a program (else of a module of that name).

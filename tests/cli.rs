@@ -202,8 +202,9 @@ fn run(args: &[&str], window: Option<&str>) -> String {
 /// windows of a few hundred events, the summary and every table (events by their parents,
 /// rows referring to events by the events' own fields) equal those of the plane decoded whole.
 /// GPU kernels inside CUDA graphs are placed by walks carried across windows; a loop body's graph
-/// cut by a window before any of its kernels names the body alone (`scan_remat`) is walked along
-/// another computation (docs/decisions.md), so that capture is not among these.
+/// cut by a window before any of its kernels names the body alone is walked along another
+/// computation, or leaves its leading memory copies unplaced (docs/decisions.md), so `scan_remat`
+/// is not among these.
 #[test]
 fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
     let by_event = |columns: &str, table: &str, id: &str| {

@@ -10,8 +10,9 @@
 //! profq needs no protoc: they document the subset read, and tests build HloProtos with them.
 
 use super::wire::{push_varints, Fields, Value, WireError};
-use crate::model::{HloIndex, HloInstr, StringPool};
+use crate::model::{HloIndex, HloInstr, ModuleSchedule, StringPool};
 use prost::Message;
+use rustc_hash::FxHashMap;
 
 #[derive(Clone, PartialEq, Message)]
 pub struct HloProto {
@@ -82,6 +83,8 @@ pub struct HloComputationProto {
     pub instructions: Vec<HloInstructionProto>,
     #[prost(int64, tag = "5")]
     pub id: i64,
+    #[prost(int64, tag = "6")]
+    pub root_id: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -96,6 +99,8 @@ pub struct HloInstructionProto {
     pub metadata: Option<OpMetadata>,
     #[prost(int64, tag = "35")]
     pub id: i64,
+    #[prost(int64, repeated, tag = "38")]
+    pub called_computation_ids: Vec<i64>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -296,6 +301,8 @@ struct InstructionFields<'a> {
     source_line: i32,
     stack_frame_id: i32,
     has_metadata: bool,
+    /// The first of `called_computation_ids` (packed or not), read only where needed.
+    called: Option<Value<'a>>,
 }
 
 impl<'a> InstructionFields<'a> {
@@ -321,6 +328,7 @@ impl<'a> InstructionFields<'a> {
                     }
                 }
                 35 => instr.id = value.as_i64(),
+                38 if instr.called.is_none() => instr.called = Some(value),
                 _ => {}
             }
         }
@@ -368,14 +376,18 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
     let mut instructions = Vec::new();
     let mut shape_text = String::new();
     let mut aliases = Vec::new();
-    // Each computation's id and its instructions' (id, name id), for the schedule.
-    let mut computation_ids: Vec<(i64, Vec<(i64, u32)>)> = Vec::new();
+    // Each computation's ids, and each async-start's (name id, called computation id), for the
+    // schedule.
+    let mut computation_ids: Vec<ComputationIds> = Vec::new();
+    let mut async_starts: Vec<(u32, i64)> = Vec::new();
     for (computation, base) in computations {
-        let (mut computation_id, mut instruction_ids) = (0, Vec::new());
+        let (mut computation_id, mut root_id, mut instruction_ids) = (0, 0, Vec::new());
         let mut f = Fields::with_base(computation, base);
         while let Some((field, value, off)) = f.next_field()? {
-            if field == 5 {
-                computation_id = value.as_i64();
+            match field {
+                5 => computation_id = value.as_i64(),
+                6 => root_id = value.as_i64(),
+                _ => {}
             }
             if field != 2 {
                 continue;
@@ -406,18 +418,55 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
                 aliases.push((alias, info.clone()));
             }
             let name_id = pool.intern(instr.name);
+            if instr.opcode == "async-start" {
+                if let Some(called) = instr.called.map(first_varint).transpose()?.flatten() {
+                    async_starts.push((name_id, called));
+                }
+            }
             instruction_ids.push((instr.id, name_id));
             instructions.push((name_id, info));
         }
-        computation_ids.push((computation_id, instruction_ids));
+        computation_ids.push(ComputationIds { id: computation_id, root: root_id, instructions: instruction_ids });
     }
     let sequences = match schedule {
         Some((bytes, base)) => schedule_sequences(bytes, base)?,
         None => Vec::new(),
     };
-    let schedules: Vec<Vec<u32>> = computation_ids.iter().filter_map(|(id, instructions)| scheduled(*id, instructions, &sequences)).collect();
-    add_module(module_id, program_id, instructions, aliases, schedules, pool, index);
+    let schedule = ModuleSchedule {
+        sequences: computation_ids.iter().filter_map(|c| scheduled(c.id, &c.instructions, &sequences)).collect(),
+        started: started(&async_starts, &computation_ids),
+    };
+    add_module(module_id, program_id, instructions, aliases, schedule, pool, index);
     Ok(())
+}
+
+/// A computation's id, its root instruction's id and its instructions' (id, name id).
+struct ComputationIds {
+    id: i64,
+    root: i64,
+    instructions: Vec<(i64, u32)>,
+}
+
+/// The first integer of a repeated integer field's value, packed or not.
+fn first_varint(value: Value<'_>) -> Result<Option<i64>, WireError> {
+    let mut ids = Vec::new();
+    push_varints(value, &mut ids)?;
+    Ok(ids.first().copied())
+}
+
+/// Each async-start (name id) of `async_starts` (name id, called computation id) → the name id
+/// of the root instruction of the computation it calls, among `computations`; starts whose
+/// computation or root is not there are left out.
+fn started(async_starts: &[(u32, i64)], computations: &[ComputationIds]) -> FxHashMap<u32, u32> {
+    if async_starts.is_empty() {
+        return FxHashMap::default();
+    }
+    let by_id: FxHashMap<i64, &ComputationIds> = computations.iter().map(|c| (c.id, c)).collect();
+    let root_of = |called: i64| {
+        let computation = by_id.get(&called)?;
+        computation.instructions.iter().find(|(id, _)| *id == computation.root).map(|&(_, name)| name)
+    };
+    async_starts.iter().filter_map(|&(start, called)| Some((start, root_of(called)?))).collect()
 }
 
 /// The (computation id, instruction ids) sequences of a serialized HloScheduleProto.
@@ -472,7 +521,7 @@ fn add_module(
     program_id: Option<i64>,
     instructions: Vec<(u32, HloInstr)>,
     aliases: Vec<(String, HloInstr)>,
-    schedules: Vec<Vec<u32>>,
+    schedule: ModuleSchedule,
     pool: &mut StringPool,
     index: &mut HloIndex,
 ) {
@@ -482,8 +531,8 @@ fn add_module(
             programs.push(pid);
         }
     }
-    if !schedules.is_empty() {
-        let schedule = std::sync::Arc::new(schedules);
+    if !schedule.sequences.is_empty() {
+        let schedule = std::sync::Arc::new(schedule);
         if let Some(pid) = program_id {
             index.schedule_by_program.insert(pid, schedule.clone());
         }
@@ -577,7 +626,7 @@ mod tests {
             }
             instructions.push((pool.intern(&instr.name), info));
         }
-        let schedules = module
+        let sequences = module
             .computations
             .iter()
             .filter_map(|c| {
@@ -592,7 +641,18 @@ mod tests {
                 sequence.instruction_ids.iter().map(|id| names.get(id).copied()).collect::<Option<Vec<u32>>>()
             })
             .collect();
-        add_module(module_id, program_id, instructions, aliases, schedules, pool, index);
+        let root_of = |called: i64| {
+            let computation = module.computations.iter().rev().find(|c| c.id == called)?;
+            computation.instructions.iter().find(|i| i.id == computation.root_id).map(|i| pool.lookup(&i.name).unwrap())
+        };
+        let started = module
+            .computations
+            .iter()
+            .flat_map(|c| &c.instructions)
+            .filter(|i| i.opcode == "async-start")
+            .filter_map(|i| Some((pool.lookup(&i.name).unwrap(), root_of(*i.called_computation_ids.first()?)?)))
+            .collect();
+        add_module(module_id, program_id, instructions, aliases, ModuleSchedule { sequences, started }, pool, index);
         Ok(())
     }
 
@@ -751,11 +811,14 @@ mod tests {
 
     /// Each scheduled computation's instructions come out in the schedule's order (not the
     /// computation's), in the module's order of computations; a computation the schedule skips,
-    /// or whose instruction ids repeat, orders nothing.
+    /// or whose instruction ids repeat, orders nothing. An async-start is known with the root of
+    /// the computation it calls.
     #[test]
     fn schedules_list_each_computation_in_its_scheduled_order() {
         let instr = |name: &str, id: i64| HloInstructionProto { name: name.into(), opcode: "add".into(), id, ..Default::default() };
-        let computation = |name: &str, id: i64, instructions: Vec<HloInstructionProto>| HloComputationProto { name: name.into(), id, instructions };
+        let computation = |name: &str, id: i64, instructions: Vec<HloInstructionProto>| HloComputationProto { name: name.into(), id, instructions, root_id: 0 };
+        let start =
+            |name: &str, id: i64, called: i64| HloInstructionProto { opcode: "async-start".into(), called_computation_ids: vec![called], ..instr(name, id) };
         let sequence = |ids: &[i64]| InstructionSequence { instruction_ids: ids.to_vec() };
         let module = HloModuleProto {
             name: "jit_f".into(),
@@ -763,10 +826,13 @@ mod tests {
                 computation("body", 3, vec![instr("b.1", 10), instr("b.2", 11)]),
                 computation("unscheduled", 4, vec![instr("u", 12)]),
                 computation("repeated_ids", 5, vec![instr("r.1", 0), instr("r.2", 0)]),
-                computation("main", 7, vec![instr("a", 20), instr("c", 21), instr("b", 22)]),
+                HloComputationProto { root_id: 31, ..computation("async_computation", 8, vec![instr("p", 30), instr("slice_fusion.2", 31)]) },
+                computation("main", 7, vec![instr("a", 20), instr("c", 21), instr("b", 22), start("fusion-start", 23, 8), start("orphan-start", 24, 99)]),
             ],
             schedule: Some(HloScheduleProto {
-                sequences: [(3, sequence(&[11, 10])), (5, sequence(&[0, 0])), (7, sequence(&[20, 22, 21]))].into_iter().collect(),
+                sequences: [(3, sequence(&[11, 10])), (5, sequence(&[0, 0])), (7, sequence(&[20, 23, 22, 21, 24])), (8, sequence(&[30, 31]))]
+                    .into_iter()
+                    .collect(),
             }),
             ..Default::default()
         };
@@ -775,7 +841,12 @@ mod tests {
         index_hlo_proto(&bytes, Some(5), &mut pool, &mut index).unwrap();
         let names = |s: &Vec<u32>| s.iter().map(|&n| pool.get(n).unwrap().to_string()).collect::<Vec<_>>();
         let schedules = index.schedule(5, crate::model::NO_STR).unwrap();
-        assert_eq!(schedules.iter().map(names).collect::<Vec<_>>(), [vec!["b.2", "b.1"], vec!["a", "b", "c"]]);
+        assert_eq!(
+            schedules.sequences.iter().map(names).collect::<Vec<_>>(),
+            [vec!["b.2", "b.1"], vec!["p", "slice_fusion.2"], vec!["a", "fusion-start", "b", "c", "orphan-start"]]
+        );
+        let id = |name: &str| pool.lookup(name).unwrap();
+        assert_eq!(schedules.started, [(id("fusion-start"), id("slice_fusion.2"))].into_iter().collect());
         assert!(std::sync::Arc::ptr_eq(schedules, index.schedule(crate::model::NULL_I64, pool.lookup("jit_f").unwrap()).unwrap()));
         let (mut reference_pool, mut reference) = (StringPool::default(), HloIndex::default());
         reference_index(&bytes, Some(5), &mut reference_pool, &mut reference).unwrap();

@@ -64,13 +64,15 @@ impl Placements {
 pub type Walks = FxHashMap<(u32, i64), Walk>;
 
 /// Where the walk of one launch stands: the computation it walks (None before its first part),
-/// the position after the last placed kernel, and that kernel's position. `lost` once a
-/// kernel's kind was nowhere ahead.
+/// the position after the last placed kernel, and that kernel's position; the position after
+/// the last instruction a memory copy was placed on. `lost` once a kernel's kind was nowhere
+/// ahead.
 #[derive(Clone, Copy, Default)]
 pub struct Walk {
     sequence: Option<usize>,
     next: usize,
     last_placed: Option<usize>,
+    next_copy: usize,
     lost: bool,
 }
 
@@ -82,6 +84,8 @@ struct Kernel {
     chunk: u32,
     index: u32,
     name: u32,
+    /// A graph's memory-copy node (`memcpy128`, `memcpy32_post`), which names nothing.
+    is_copy: bool,
     program_id: i64,
     module: u32,
 }
@@ -103,6 +107,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
         .flat_map(|(ci, chunk)| chunk.line_runs().filter(|(line, _)| device_op_line[*line as usize]).map(move |(line, events)| (ci, line, events)))
         .collect();
     let mut is_buffer: FxHashMap<u32, bool> = FxHashMap::default();
+    let mut is_copy: FxHashMap<u32, bool> = FxHashMap::default();
     let mut kernels = Vec::with_capacity(runs.iter().map(|r| r.2.len()).sum());
     for (ci, line, events) in runs {
         let chunk = &capture.chunks[ci];
@@ -120,6 +125,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                     chunk: ci as u32,
                     index: i as u32,
                     name: chunk.name[i],
+                    is_copy: *is_copy.entry(chunk.name[i]).or_insert_with(|| capture.str(chunk.name[i]).is_some_and(names_memory_copy)),
                     program_id: chunk.program_id.get(i),
                     module: chunk.hlo_module.get(i),
                 });
@@ -144,9 +150,11 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
 type Kind = u32;
 
 /// One scheduled computation, indexed for the walk.
-struct Sequence<'c> {
-    /// Instruction name ids in scheduled order.
-    order: &'c [u32],
+#[derive(Default)]
+struct Sequence {
+    /// Per position in scheduled order, the instruction (name id) its kernels run: the
+    /// scheduled one, or for an async-start the one it starts.
+    runs: Vec<u32>,
     /// Kind → the positions of the instructions of that kind, in order.
     alike: FxHashMap<Kind, Vec<usize>>,
     /// Per position: whether the instruction is a custom-call.
@@ -154,9 +162,14 @@ struct Sequence<'c> {
     /// Per position: the next position after it whose instruction launches anything (the
     /// sequence's length where none does), so that a hostile schedule costs no scan per kernel.
     next_launching: Vec<usize>,
+    /// The positions of the instructions a GPU runs as a memory copy, in order.
+    copies: Vec<usize>,
+    /// Per position: the first position at or after it that launches a kernel other than a
+    /// memory copy (the sequence's length where none does).
+    next_kernel: Vec<usize>,
 }
 
-impl Sequence<'_> {
+impl Sequence {
     /// The custom-call that the kernels naming no instruction after position `placed` belong
     /// to: the next instruction that launches anything, when it is a custom-call and the next
     /// after it is none.
@@ -167,35 +180,55 @@ impl Sequence<'_> {
     }
 }
 
-/// Opcodes of instructions that run no kernel of their own on a GPU.
-const LAUNCH_NOTHING: [&str; 9] = ["parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "add-dependency", "opt-barrier", "domain"];
+/// Opcodes of instructions that run no kernel of their own on a GPU (an async op's done waits for
+/// what its start launched).
+const LAUNCH_NOTHING: [&str; 11] =
+    ["parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "add-dependency", "opt-barrier", "domain", "async-done", "copy-done"];
+
+/// Opcodes of instructions a GPU runs as a memory copy; so does an async-start of a fusion
+/// (XLA's dynamic-slice fusions, wrapped to run beside the loop body's kernels).
+const COPY: [&str; 2] = ["copy", "copy-start"];
+
+/// Whether a kernel is a CUDA graph's memory-copy node (`memcpy128`, `memcpy32_post`).
+fn names_memory_copy(kernel: &str) -> bool {
+    kernel.get(..6).is_some_and(|head| head.eq_ignore_ascii_case("memcpy"))
+}
 
 /// A program's schedule, indexed for the walk.
-struct Schedule<'c> {
-    sequences: Vec<Sequence<'c>>,
+struct Schedule {
+    sequences: Vec<Sequence>,
     /// Name id (and its `_`-spelled kernel alias) → (sequence, kind) of the instruction it names.
     home: FxHashMap<u32, (usize, Kind)>,
     /// Kind → how many sequences hold instructions of it.
     runs_of_kind: Vec<usize>,
 }
 
-impl<'c> Schedule<'c> {
-    fn of(capture: &'c Capture, program_id: i64, module: u32) -> Option<Schedule<'c>> {
-        let schedules = capture.hlo.schedule(program_id, module)?;
+impl Schedule {
+    fn of(capture: &Capture, program_id: i64, module: u32) -> Option<Schedule> {
+        let module_schedule = capture.hlo.schedule(program_id, module)?;
         let opcode_id = |text: &str| capture.strings.lookup(text).unwrap_or(NO_STR);
-        let custom_call = opcode_id("custom-call");
-        let launch_nothing: Vec<u32> = LAUNCH_NOTHING.iter().map(|t| opcode_id(t)).filter(|&id| id != NO_STR).collect();
+        let opcode_ids = |texts: &[&str]| texts.iter().map(|t| opcode_id(t)).filter(|&id| id != NO_STR).collect::<Vec<u32>>();
+        let (custom_call, fusion) = (opcode_id("custom-call"), opcode_id("fusion"));
+        let (launch_nothing, copy) = (opcode_ids(&LAUNCH_NOTHING), opcode_ids(&COPY));
         let mut schedule = Schedule { sequences: Vec::new(), home: FxHashMap::default(), runs_of_kind: Vec::new() };
         let mut kinds: FxHashMap<(&str, u32, u32), Kind> = FxHashMap::default();
         let mut aliases = Vec::new();
-        for (s, order) in schedules.iter().enumerate() {
-            let mut sequence = Sequence { order, alike: FxHashMap::default(), custom_call: Vec::new(), next_launching: Vec::new() };
-            let mut launches_nothing = Vec::with_capacity(order.len());
-            for (p, &name) in order.iter().enumerate() {
+        for (s, order) in module_schedule.sequences.iter().enumerate() {
+            let mut sequence = Sequence { runs: Vec::with_capacity(order.len()), ..Sequence::default() };
+            let (mut launches_nothing, mut launches_copy) = (Vec::with_capacity(order.len()), Vec::with_capacity(order.len()));
+            for (p, &scheduled) in order.iter().enumerate() {
+                let started = module_schedule.started.get(&scheduled).copied();
+                let name = started.unwrap_or(scheduled);
                 let text = capture.str(name).unwrap_or("");
                 let (opcode, shape) = capture.hlo.find(program_id, module, name).map_or((NO_STR, NO_STR), |h| (h.opcode, h.shape));
+                sequence.runs.push(name);
                 sequence.custom_call.push(opcode == custom_call && opcode != NO_STR);
-                launches_nothing.push(launch_nothing.contains(&opcode));
+                launches_nothing.push(started.is_none() && launch_nothing.contains(&opcode));
+                let is_copy = if started.is_some() { opcode == fusion && opcode != NO_STR } else { copy.contains(&opcode) };
+                if is_copy {
+                    sequence.copies.push(p);
+                }
+                launches_copy.push(is_copy);
                 let next_kind = kinds.len() as Kind;
                 let kind = *kinds.entry((stem(text), opcode, shape)).or_insert(next_kind);
                 sequence.alike.entry(kind).or_default().push(p);
@@ -205,6 +238,7 @@ impl<'c> Schedule<'c> {
                 }
             }
             sequence.next_launching = next_launching(&launches_nothing);
+            sequence.next_kernel = next_kernel(&launches_nothing, &launches_copy);
             schedule.runs_of_kind.resize(kinds.len(), 0);
             for &kind in sequence.alike.keys() {
                 schedule.runs_of_kind[kind as usize] += 1;
@@ -244,10 +278,23 @@ impl<'c> Schedule<'c> {
             if walk.lost {
                 return;
             }
+            if kernel.is_copy {
+                // The next instruction run as a memory copy, in schedule order among them: copies
+                // run beside the kernels (an async start's), so they keep a position of their own,
+                // and move the walk only past instructions that launch no other kernel.
+                let Some(&at) = sequence.copies.get(sequence.copies.partition_point(|&p| p < walk.next_copy)) else { continue };
+                placements.insert(capture, kernel, sequence.runs[at]);
+                walk.next_copy = at + 1;
+                if at >= walk.next && sequence.next_kernel[walk.next] > at {
+                    walk.last_placed = Some(at);
+                    walk.next = at + 1;
+                }
+                continue;
+            }
             let Some(&(_, kind)) = self.home.get(&kernel.name) else {
                 // Names no instruction: the custom-call after the last placed kernel, if one.
                 if let Some(call) = walk.last_placed.and_then(|placed| sequence.custom_call_after(placed)) {
-                    placements.insert(capture, kernel, sequence.order[call]);
+                    placements.insert(capture, kernel, sequence.runs[call]);
                 }
                 continue;
             };
@@ -259,7 +306,7 @@ impl<'c> Schedule<'c> {
                 walk.lost = true;
                 return;
             };
-            placements.insert(capture, kernel, sequence.order[at]);
+            placements.insert(capture, kernel, sequence.runs[at]);
             walk.last_placed = Some(at);
             walk.next = at + 1;
         }
@@ -272,6 +319,16 @@ fn next_launching(launches_nothing: &[bool]) -> Vec<usize> {
     let mut next = vec![launches_nothing.len(); launches_nothing.len()];
     for p in (0..launches_nothing.len().saturating_sub(1)).rev() {
         next[p] = if launches_nothing[p + 1] { next[p + 1] } else { p + 1 };
+    }
+    next
+}
+
+/// Per position, the first position at or after it whose instruction launches a kernel other than
+/// a memory copy (neither `launches_nothing` nor `launches_copy`); the length where none does.
+fn next_kernel(launches_nothing: &[bool], launches_copy: &[bool]) -> Vec<usize> {
+    let mut next = vec![launches_nothing.len(); launches_nothing.len() + 1];
+    for p in (0..launches_nothing.len()).rev() {
+        next[p] = if launches_nothing[p] || launches_copy[p] { next[p + 1] } else { p };
     }
     next
 }
@@ -295,10 +352,9 @@ mod tests {
         // fusion, gte, custom-call, gte, fusion, custom-call, bitcast, custom-call
         let launches_nothing = [false, true, false, true, false, false, true, false];
         let sequence = Sequence {
-            order: &[0; 8],
-            alike: FxHashMap::default(),
             custom_call: vec![false, false, true, false, false, true, false, true],
             next_launching: next_launching(&launches_nothing),
+            ..Sequence::default()
         };
         assert_eq!(sequence.next_launching, [2, 2, 4, 4, 5, 7, 7, 8]);
         assert_eq!(sequence.custom_call_after(0), Some(2));
@@ -307,6 +363,17 @@ mod tests {
         assert_eq!(sequence.custom_call_after(4), None, "two custom-calls in a row");
         assert_eq!(sequence.custom_call_after(5), Some(7));
         assert_eq!(sequence.custom_call_after(7), None, "the end");
+    }
+
+    /// A memory copy moves the kernels' position only past instructions that launch no other
+    /// kernel.
+    #[test]
+    fn copies_and_what_launches_nothing_are_skipped_to_the_next_kernel() {
+        // copy, parameter, fusion, async-start of a copy, bitcast
+        let (launches_nothing, launches_copy) = ([false, true, false, false, true], [true, false, false, true, false]);
+        assert_eq!(next_kernel(&launches_nothing, &launches_copy), [2, 2, 2, 5, 5, 5]);
+        assert!(names_memory_copy("memcpy128") && names_memory_copy("MemcpyD2D"));
+        assert!(!names_memory_copy("Memset 0") && !names_memory_copy("memc") && !names_memory_copy("gemm_fusion_dot_9"));
     }
 
     #[test]

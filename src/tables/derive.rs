@@ -1485,8 +1485,8 @@ impl Deriver {
                 format!("{placed}.")
             } else {
                 format!(
-                    "{placed}, and {unplaced} ({:.1}% of op time: the graph's memory copies, library kernels between ops the \
-                     schedule does not tell apart) on none. Capture with XLA_FLAGS=--xla_gpu_enable_command_buffer= for \
+                    "{placed}, and {unplaced} ({:.1}% of op time: library kernels or memory copies the schedule does not tie \
+                     to one op) on none. Capture with XLA_FLAGS=--xla_gpu_enable_command_buffer= for \
                      exact per-op attribution.",
                     share(unplaced_ns)
                 )
