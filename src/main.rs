@@ -505,6 +505,7 @@ fn exit_without_teardown(code: u8) -> ! {
 
 fn run() -> Exit {
     profq::timing::mark_start();
+    profq::memory::free_address_space_after_exit();
     quiet_on_closed_stdout();
     let cli = Cli::parse();
     avoid_transparent_huge_pages_where_costly();
