@@ -164,8 +164,9 @@ struct Sequence {
     next_launching: Vec<usize>,
     /// The positions of the instructions a GPU runs as a memory copy, in order.
     copies: Vec<usize>,
-    /// Per position: the first position at or after it that launches a kernel other than a
-    /// memory copy (the sequence's length where none does).
+    /// Per position: the first position at or after it that may launch a kernel other than a
+    /// memory copy (the sequence's length where none does). A `copy` may: one that changes the
+    /// layout runs as a transpose kernel named after it.
     next_kernel: Vec<usize>,
 }
 
@@ -208,14 +209,14 @@ impl Schedule {
         let module_schedule = capture.hlo.schedule(program_id, module)?;
         let opcode_id = |text: &str| capture.strings.lookup(text).unwrap_or(NO_STR);
         let opcode_ids = |texts: &[&str]| texts.iter().map(|t| opcode_id(t)).filter(|&id| id != NO_STR).collect::<Vec<u32>>();
-        let (custom_call, fusion) = (opcode_id("custom-call"), opcode_id("fusion"));
+        let (custom_call, fusion, copy_start) = (opcode_id("custom-call"), opcode_id("fusion"), opcode_id("copy-start"));
         let (launch_nothing, copy) = (opcode_ids(&LAUNCH_NOTHING), opcode_ids(&COPY));
         let mut schedule = Schedule { sequences: Vec::new(), home: FxHashMap::default(), runs_of_kind: Vec::new() };
         let mut kinds: FxHashMap<(&str, u32, u32), Kind> = FxHashMap::default();
         let mut aliases = Vec::new();
         for (s, order) in module_schedule.sequences.iter().enumerate() {
             let mut sequence = Sequence { runs: Vec::with_capacity(order.len()), ..Sequence::default() };
-            let (mut launches_nothing, mut launches_copy) = (Vec::with_capacity(order.len()), Vec::with_capacity(order.len()));
+            let (mut launches_nothing, mut surely_copy) = (Vec::with_capacity(order.len()), Vec::with_capacity(order.len()));
             for (p, &scheduled) in order.iter().enumerate() {
                 let started = module_schedule.started.get(&scheduled).copied();
                 let name = started.unwrap_or(scheduled);
@@ -224,11 +225,11 @@ impl Schedule {
                 sequence.runs.push(name);
                 sequence.custom_call.push(opcode == custom_call && opcode != NO_STR);
                 launches_nothing.push(started.is_none() && launch_nothing.contains(&opcode));
-                let is_copy = if started.is_some() { opcode == fusion && opcode != NO_STR } else { copy.contains(&opcode) };
-                if is_copy {
+                let starts_copy = started.is_some() && opcode == fusion && opcode != NO_STR;
+                if starts_copy || copy.contains(&opcode) {
                     sequence.copies.push(p);
                 }
-                launches_copy.push(is_copy);
+                surely_copy.push(starts_copy || opcode == copy_start);
                 let next_kind = kinds.len() as Kind;
                 let kind = *kinds.entry((stem(text), opcode, shape)).or_insert(next_kind);
                 sequence.alike.entry(kind).or_default().push(p);
@@ -238,7 +239,7 @@ impl Schedule {
                 }
             }
             sequence.next_launching = next_launching(&launches_nothing);
-            sequence.next_kernel = next_kernel(&launches_nothing, &launches_copy);
+            sequence.next_kernel = next_kernel(&launches_nothing, &surely_copy);
             schedule.runs_of_kind.resize(kinds.len(), 0);
             for &kind in sequence.alike.keys() {
                 schedule.runs_of_kind[kind as usize] += 1;
@@ -285,7 +286,7 @@ impl Schedule {
                 let Some(&at) = sequence.copies.get(sequence.copies.partition_point(|&p| p < walk.next_copy)) else { continue };
                 placements.insert(capture, kernel, sequence.runs[at]);
                 walk.next_copy = at + 1;
-                if at >= walk.next && sequence.next_kernel[walk.next] > at {
+                if at >= walk.next && sequence.next_kernel[walk.next] >= at {
                     walk.last_placed = Some(at);
                     walk.next = at + 1;
                 }
@@ -323,12 +324,12 @@ fn next_launching(launches_nothing: &[bool]) -> Vec<usize> {
     next
 }
 
-/// Per position, the first position at or after it whose instruction launches a kernel other than
-/// a memory copy (neither `launches_nothing` nor `launches_copy`); the length where none does.
-fn next_kernel(launches_nothing: &[bool], launches_copy: &[bool]) -> Vec<usize> {
+/// Per position, the first position at or after it whose instruction may launch a kernel other
+/// than a memory copy (neither `launches_nothing` nor `surely_copy`); the length where none does.
+fn next_kernel(launches_nothing: &[bool], surely_copy: &[bool]) -> Vec<usize> {
     let mut next = vec![launches_nothing.len(); launches_nothing.len() + 1];
     for p in (0..launches_nothing.len()).rev() {
-        next[p] = if launches_nothing[p] || launches_copy[p] { next[p + 1] } else { p };
+        next[p] = if launches_nothing[p] || surely_copy[p] { next[p + 1] } else { p };
     }
     next
 }
@@ -366,12 +367,12 @@ mod tests {
     }
 
     /// A memory copy moves the kernels' position only past instructions that launch no other
-    /// kernel.
+    /// kernel: what launches nothing and what surely copies (not a `copy`, which may transpose).
     #[test]
     fn copies_and_what_launches_nothing_are_skipped_to_the_next_kernel() {
-        // copy, parameter, fusion, async-start of a copy, bitcast
-        let (launches_nothing, launches_copy) = ([false, true, false, false, true], [true, false, false, true, false]);
-        assert_eq!(next_kernel(&launches_nothing, &launches_copy), [2, 2, 2, 5, 5, 5]);
+        // parameter, copy, fusion, async-start of a copy, bitcast
+        let (launches_nothing, surely_copy) = ([true, false, false, false, true], [false, false, false, true, false]);
+        assert_eq!(next_kernel(&launches_nothing, &surely_copy), [1, 1, 2, 5, 5, 5]);
         assert!(names_memory_copy("memcpy128") && names_memory_copy("MemcpyD2D"));
         assert!(!names_memory_copy("Memset 0") && !names_memory_copy("memc") && !names_memory_copy("gemm_fusion_dot_9"));
     }
