@@ -54,13 +54,18 @@ fn is_reporting_balloon(device: &str, features: &str) -> bool {
 /// for the same reason. Call once, before any file is opened: the holder closes every
 /// descriptor it was given, so that no pipe or lock outlives the process. Needs Linux 5.3
 /// (pidfd); where the holder cannot be made or cannot watch the process, the process frees its
-/// memory at exit as before.
+/// memory at exit as before. So it does with `PROFQ_FREE_AT_EXIT` set, and under valgrind
+/// (which ends a program that clones so).
 ///
 /// The time the kernel takes to free the pages is then the holder's, not the process's: a
 /// caller's CPU time and wait no longer include it; its peak RSS does.
 #[cfg(all(feature = "engine", target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub fn free_address_space_after_exit() {
     const STACK_BYTES: usize = 64 * 1024;
+    let under_valgrind = std::env::var("LD_PRELOAD").is_ok_and(|preload| preload.contains("vgpreload"));
+    if under_valgrind || std::env::var_os("PROFQ_FREE_AT_EXIT").is_some() {
+        return;
+    }
     // SAFETY: the holder runs on a stack of its own and makes raw system calls only: it reads
     // and writes no memory of the process (no errno, no TLS, no allocation), so sharing the
     // address space with the running process is sound. Every signal is blocked in it (the mask
