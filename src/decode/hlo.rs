@@ -461,12 +461,10 @@ fn started(async_starts: &[(u32, i64)], computations: &[ComputationIds]) -> FxHa
     if async_starts.is_empty() {
         return FxHashMap::default();
     }
-    let by_id: FxHashMap<i64, &ComputationIds> = computations.iter().map(|c| (c.id, c)).collect();
-    let root_of = |called: i64| {
-        let computation = by_id.get(&called)?;
-        computation.instructions.iter().find(|(id, _)| *id == computation.root).map(|&(_, name)| name)
-    };
-    async_starts.iter().filter_map(|&(start, called)| Some((start, root_of(called)?))).collect()
+    // Each computation's root found once: many starts may call one large computation.
+    let root_of: FxHashMap<i64, Option<u32>> =
+        computations.iter().map(|c| (c.id, c.instructions.iter().find(|(id, _)| *id == c.root).map(|&(_, name)| name))).collect();
+    async_starts.iter().filter_map(|&(start, called)| Some((start, (*root_of.get(&called)?)?))).collect()
 }
 
 /// The (computation id, instruction ids) sequences of a serialized HloScheduleProto.
