@@ -314,24 +314,27 @@ impl Schedule {
     }
 }
 
+/// Per position of a sequence of `len` and one past its end, the first position at or after it
+/// that `skip` does not skip; `len` where there is none.
+fn first_not_skipped(len: usize, skip: impl Fn(usize) -> bool) -> Vec<usize> {
+    let mut first = vec![len; len + 1];
+    for p in (0..len).rev() {
+        first[p] = if skip(p) { first[p + 1] } else { p };
+    }
+    first
+}
+
 /// Per position, the next position after it whose instruction launches anything (not
 /// `launches_nothing`); the length where none does.
 fn next_launching(launches_nothing: &[bool]) -> Vec<usize> {
-    let mut next = vec![launches_nothing.len(); launches_nothing.len()];
-    for p in (0..launches_nothing.len().saturating_sub(1)).rev() {
-        next[p] = if launches_nothing[p + 1] { next[p + 1] } else { p + 1 };
-    }
-    next
+    first_not_skipped(launches_nothing.len(), |p| launches_nothing[p]).split_off(1)
 }
 
-/// Per position, the first position at or after it whose instruction may launch a kernel other
-/// than a memory copy (neither `launches_nothing` nor `surely_copy`); the length where none does.
+/// Per position and one past the end, the first position at or after it whose instruction may
+/// launch a kernel other than a memory copy (neither `launches_nothing` nor `surely_copy`); the
+/// length where none does.
 fn next_kernel(launches_nothing: &[bool], surely_copy: &[bool]) -> Vec<usize> {
-    let mut next = vec![launches_nothing.len(); launches_nothing.len() + 1];
-    for p in (0..launches_nothing.len()).rev() {
-        next[p] = if launches_nothing[p] || surely_copy[p] { next[p + 1] } else { p };
-    }
-    next
+    first_not_skipped(launches_nothing.len(), |p| launches_nothing[p] || surely_copy[p])
 }
 
 /// An instruction's name without its `.N` suffix (`gemm_fusion_dot.13` → `gemm_fusion_dot`).
