@@ -185,18 +185,6 @@ fn a_run_streamed_plane_by_plane_equals_the_run_decoded_whole() {
     }
 }
 
-/// profq's output of `args`, with planes streamed in time windows of `window` events if given.
-fn run(args: &[&str], window: Option<&str>) -> String {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
-    cmd.args(args);
-    if let Some(events) = window {
-        cmd.env("PROFQ_WINDOW_EVENTS", events);
-    }
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    stdout(&o)
-}
-
 /// A plane too large to be one part is decoded, derived and written a time window at a time,
 /// its open events, gaps, collectives, steps and totals carried across the windows: with
 /// windows of a few hundred events, the summary and every table (events by their parents,
@@ -225,10 +213,10 @@ fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
     ];
     for capture in [jax_cpu("transformer_lm"), jax_cpu("multi_device_dp"), jax_gpu("mlp_before"), jax_gpu("fused_kernels")] {
         let input = capture.to_str().unwrap();
-        assert_eq!(run(&["summarize", input], None), run(&["summarize", input], Some("300")), "{input}");
+        assert_eq!(profq_in_windows(&["summarize", input], None), profq_in_windows(&["summarize", input], Some("300")), "{input}");
         let (whole, windows) = (temp_dir("whole"), temp_dir("windows"));
-        run(&["ingest", input, "--store", store_arg(&whole), "--run-id", "r"], None);
-        run(&["ingest", input, "--store", store_arg(&windows), "--run-id", "r"], Some("300"));
+        profq_in_windows(&["ingest", input, "--store", store_arg(&whole), "--run-id", "r"], None);
+        profq_in_windows(&["ingest", input, "--store", store_arg(&windows), "--run-id", "r"], Some("300"));
         let files = std::fs::read_dir(windows.join("events/run_id=r")).unwrap().count();
         assert!(files > 4, "{input}: one events file per window, {files} files");
         for check in &checks {
@@ -271,10 +259,10 @@ fn a_device_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
     tpu.line(3, "XLA Ops", &ops);
     write_xspace(&path, vec![tpu.build()]);
     let input = path.to_str().unwrap();
-    assert_eq!(run(&["summarize", input], None), run(&["summarize", input], Some("25")));
+    assert_eq!(profq_in_windows(&["summarize", input], None), profq_in_windows(&["summarize", input], Some("25")));
     let (whole, windows) = (dir.join("whole"), dir.join("windows"));
-    run(&["ingest", input, "--store", store_arg(&whole), "--run-id", "r"], None);
-    run(&["ingest", input, "--store", store_arg(&windows), "--run-id", "r"], Some("25"));
+    profq_in_windows(&["ingest", input, "--store", store_arg(&whole), "--run-id", "r"], None);
+    profq_in_windows(&["ingest", input, "--store", store_arg(&windows), "--run-id", "r"], Some("25"));
     assert!(std::fs::read_dir(windows.join("ops/run_id=r")).unwrap().count() > 4, "streamed in windows");
     for check in [
         "SELECT step, busy_ns, compute_ns, communication_ns, op_count FROM steps ORDER BY step",
@@ -329,7 +317,7 @@ fn a_plane_out_of_time_order_is_decoded_whole_with_a_warning() {
     assert!(stderr(&o).contains("decoded whole, not in time windows"), "{}", stderr(&o));
     // The summary says so too (a quality warning); the rest is the plane decoded whole.
     let summary = |window| {
-        let mut v: serde_json::Value = serde_json::from_str(&run(&["summarize", input], window)).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&profq_in_windows(&["summarize", input], window)).unwrap();
         let warnings = v["trace_overview"]["quality_warnings"].take();
         (v, warnings.as_array().map_or(0, Vec::len))
     };

@@ -171,13 +171,7 @@ fn gpu_command_buffer_kernels_are_placed_as_without_command_buffers() {
 fn gpu_kernels_in_command_buffers_are_reported() {
     let windowed = |name: &str, window: Option<&str>| {
         let store = temp_dir("buffered");
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
-        cmd.args(["ingest", xplane_of(&jax_gpu(name)).to_str().unwrap(), "--store", store.to_str().unwrap(), "--run-id", "r"]);
-        if let Some(events) = window {
-            cmd.env("PROFQ_WINDOW_EVENTS", events);
-        }
-        let o = cmd.output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
+        profq_in_windows(&["ingest", xplane_of(&jax_gpu(name)).to_str().unwrap(), "--store", store.to_str().unwrap(), "--run-id", "r"], window);
         let counts = sql(
             &store,
             "SELECT count(*) AS kernels, count(*) FILTER (WHERE o.opcode IS NULL) AS unplaced FROM ops o JOIN events e USING (event_id) \

@@ -157,7 +157,18 @@ pub fn ingest(store: &Path, input: &Path, run_id: &str) {
     assert!(o.status.success(), "ingest {} failed: {}", input.display(), stderr(&o));
 }
 
-/// Runs SQL over a store in-process and returns the rows as JSON objects.
+/// profq's output of `args`, with planes streamed in time windows of `window` events if given.
+pub fn profq_in_windows(args: &[&str], window: Option<&str>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_profq"));
+    cmd.args(args);
+    if let Some(events) = window {
+        cmd.env("PROFQ_WINDOW_EVENTS", events);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
 /// `profq summarize INPUT EXTRA...`: the profile_summary.v1 document.
 pub fn summarize(input: &Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["summarize", input.to_str().unwrap()];
@@ -167,6 +178,7 @@ pub fn summarize(input: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
+/// Runs SQL over a store in-process and returns the rows as JSON objects.
 pub fn sql(store: &Path, query: &str) -> Vec<serde_json::Value> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let batches = rt.block_on(async {
