@@ -3,7 +3,7 @@
 use crate::decode::{self, InputError, LoadError, PartSink};
 use crate::model::{ArgsKept, Capture};
 use crate::store::{self, Staged, Store};
-use crate::tables::{self, derive, derive::Deriver, GapColumns, OpColumns, RunInfo, RunTables};
+use crate::tables::{self, derive, derive::Deriver, ColumnsRead, GapColumns, OpColumns, RunInfo, RunTables};
 use crate::timing::stage_done;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -64,7 +64,7 @@ fn progress(msg: &str) {
 /// analyses). Its `events` table holds only the events of interest
 /// ([`tables::events_of_interest`]): the only rows the named queries read one by one.
 pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> Result<tables::RunTables, IngestError> {
-    load_tables_telling(input, run_id, labels, LoadWatch::default())
+    load_tables_telling(input, run_id, labels, ColumnsRead::every(), LoadWatch::default())
 }
 
 /// What a load tells as it goes (planning ahead waits on it: [`crate::engine::ahead`]).
@@ -85,12 +85,19 @@ impl LoadWatch {
     }
 }
 
-/// [`load_tables`], telling `watch` how the load goes.
-pub fn load_tables_telling(input: &Path, run_id: &str, labels: &[(String, String)], watch: LoadWatch) -> Result<tables::RunTables, IngestError> {
+/// [`load_tables`], with only the columns `read` reads of the tables that are built so
+/// ([`tables::ColumnsRead`]), telling `watch` how the load goes.
+pub fn load_tables_telling(
+    input: &Path,
+    run_id: &str,
+    labels: &[(String, String)],
+    read: ColumnsRead,
+    watch: LoadWatch,
+) -> Result<tables::RunTables, IngestError> {
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
     let resolved = decode::resolve(input).map_err(IngestError::Input)?;
-    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), watch };
+    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), read, watch };
     let loaded = decode::load_parts(&resolved, &mut sink)?;
     let info = RunInfo {
         run_id: run_id.to_string(),
@@ -110,6 +117,7 @@ pub fn load_tables_telling(input: &Path, run_id: &str, labels: &[(String, String
 struct MemorySink {
     deriver: Deriver,
     tables: RunTables,
+    read: ColumnsRead,
     watch: LoadWatch,
 }
 
@@ -134,7 +142,7 @@ impl PartSink for MemorySink {
         capture.chunks = Vec::new();
         crate::memory::freed_for_good();
         self.tables.append(RunTables::new(vec![("events", events)]));
-        self.tables.append(tables::part_tables(capture, &part).map_err(|e| format!("building tables: {e}"))?);
+        self.tables.append(tables::part_tables(capture, &part, &self.read).map_err(|e| format!("building tables: {e}"))?);
         stage_done("  part tables", &mut clock);
         Ok(())
     }

@@ -85,12 +85,14 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
             Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string(), prepared })
         }
         Source::Input(path) => {
-            let (engine, slots) = Engine::pending(spread);
+            // Only the columns the statements read are built (ops and gaps, the largest tables).
+            let read = crate::engine::reads::columns_read(statements.iter().map(|s| s.sql.as_str()));
+            let (engine, slots) = Engine::pending(spread, read.clone());
             let planner = IdlePlanner::new(&engine, statements);
             let (start, rows_seen) = (planner.start_signal(), planner.rows_seen());
             let watch =
                 ingest::LoadWatch { on_first_events: Some(Box::new(move || start.give())), on_table_rows: Some(Box::new(move |t| rows_seen.has_rows(t))) };
-            let tables = ingest::load_tables_telling(path, INPUT_RUN_ID, &[], watch).map_err(SourceError::Ingest)?;
+            let tables = ingest::load_tables_telling(path, INPUT_RUN_ID, &[], read, watch).map_err(SourceError::Ingest)?;
             let mut clock = std::time::Instant::now();
             slots.fill(&[(&tables, INPUT_RUN_ID)]).map_err(SourceError::Query)?;
             let prepared = Prepared { planned: planner.finish(), without_rows: ahead::tables_without_rows(&tables) };

@@ -568,8 +568,9 @@ fn every_intent_answers_on_a_real_capture() {
     assert_eq!(stragglers["results"].as_array().unwrap().len(), 8);
 }
 
-/// In memory, `events` holds only the events of interest (compiles, copies), with every arg:
-/// the summary of an INPUT equals the summary of its stored run, which has every event, on
+/// In memory, `events` holds only the events of interest (compiles, copies), with every arg,
+/// and `ops` and `gaps` only the columns the summary reads: the summary of an INPUT equals
+/// the summary of its stored run, which has every event and column, on
 /// captures with compiles, with GPU copies (XPlane and Kineto JSON, with bytes args), on TPU,
 /// and without either.
 #[test]
@@ -609,7 +610,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     let path = input.display().to_string();
     let direct = summary::summarize(&Engine::from_tables(&tables, "input", Spread::Narrow).unwrap(), "input", &path, &opts).await.unwrap();
 
-    let (engine, slots) = Engine::pending(Spread::Narrow);
+    let (engine, slots) = Engine::pending(Spread::Narrow, profq::tables::ColumnsRead::every());
     let early = engine.plan("SELECT count(*) AS n FROM ops").await.unwrap();
     let err = early.execute().await.unwrap_err();
     assert!(err.0.contains("ops was read before its rows were given"), "{err}");
@@ -622,6 +623,31 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     let prepared = profq::engine::ahead::Prepared { planned, without_rows: Default::default() };
     let ahead = summary::summarize_planned(&engine, "input", &path, &opts, prepared).await.unwrap();
     assert_eq!(summary::to_json_text(&ahead), summary::to_json_text(&direct));
+}
+
+/// An analysis of an INPUT builds only the columns of `ops` and `gaps` that its statements
+/// read: what they read equals what every column gives, and a statement it did not declare
+/// that reads a column left out is refused rather than answered from the zeros there.
+#[tokio::test]
+async fn an_analysis_builds_the_columns_it_reads_and_refuses_others() {
+    use profq::engine::{reads::columns_read, Engine, Spread};
+    let input = jax_cpu("multi_device_dp");
+    let declared = "SELECT device, sum(self_ns) AS busy, count(*) AS n FROM ops WHERE run_id = 'input' GROUP BY device ORDER BY device";
+    let read = columns_read([declared]);
+    assert!(read.reads("ops", "self_ns") && !read.reads("ops", "flops") && !read.reads("gaps", "gap_ns"));
+    let pruned = profq::ingest::load_tables_telling(&input, "input", &[], read.clone(), Default::default()).unwrap();
+    let whole = profq::ingest::load_tables(&input, "input", &[]).unwrap();
+    assert_eq!(pruned.rows("ops"), whole.rows("ops"));
+    let (engine, slots) = Engine::pending(Spread::Narrow, read);
+    slots.fill(&[(&pruned, "input")]).unwrap();
+    let answer = engine.sql(declared).await.unwrap();
+    let expected = Engine::from_tables(&whole, "input", Spread::Narrow).unwrap().sql(declared).await.unwrap();
+    assert_eq!(profq::render::rows(&answer), profq::render::rows(&expected));
+    assert_eq!(profq::render::rows(&answer).len(), 8);
+    for undeclared in ["SELECT sum(flops) FROM ops", "SELECT * FROM ops", "SELECT max(gap_ns) FROM gaps"] {
+        let err = engine.sql(undeclared).await.unwrap_err();
+        assert!(err.0.contains("built its tables without"), "{undeclared}: {err}");
+    }
 }
 
 /// A named query that says its rows come only from one table (`Rows only from:`) returns none

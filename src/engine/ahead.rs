@@ -17,7 +17,7 @@
 //! a capture without collectives, compilation or transfers plans three statements fewer.
 
 use super::{dealt_batches, table_schema, Engine, QueryError, Spread};
-use crate::tables::{schema, RunTables};
+use crate::tables::{schema, ColumnsRead, RunTables};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -144,8 +144,9 @@ impl Planned {
 
 impl Engine {
     /// An engine over one run in memory whose batches are given later ([`TableSlots::fill`]);
-    /// queries may be planned before then, and executed after.
-    pub fn pending(spread: Spread) -> (Engine, TableSlots) {
+    /// queries may be planned before then, and executed after. Its tables will hold the
+    /// columns `built` reads (see [`crate::tables::ColumnsRead`]).
+    pub fn pending(spread: Spread, built: ColumnsRead) -> (Engine, TableSlots) {
         let partitions = spread.partitions();
         let ctx = super::in_memory_session(spread, super::Rows::Later);
         let mut slots = Vec::new();
@@ -155,7 +156,7 @@ impl Engine {
             ctx.register_table(t.name, Arc::new(table)).expect("a new session takes every table name");
             slots.push((t.name, slot));
         }
-        (Engine { ctx }, TableSlots { slots: Arc::new(slots), partitions })
+        (Engine { ctx, built: Arc::new(built) }, TableSlots { slots: Arc::new(slots), partitions })
     }
 }
 

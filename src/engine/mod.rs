@@ -7,8 +7,9 @@
 pub mod ahead;
 pub mod functions;
 pub mod queries;
+pub mod reads;
 
-use crate::tables::{schema, RunTables};
+use crate::tables::{schema, ColumnsRead, RunTables};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
@@ -29,6 +30,8 @@ const MEM_BATCH_ROWS: usize = 8192;
 #[derive(Clone)]
 pub struct Engine {
     pub ctx: SessionContext,
+    /// The columns its tables hold; the others hold zeros, and no statement may read them.
+    built: Arc<ColumnsRead>,
 }
 
 /// A refused or failed query, as one line.
@@ -207,6 +210,10 @@ impl PhysicalOptimizerRule for OneStreamRequirements {
 }
 
 impl Engine {
+    fn over_every_column(ctx: SessionContext) -> Engine {
+        Engine { ctx, built: Arc::new(ColumnsRead::every()) }
+    }
+
     pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
         Engine::open_with(store_root, Spread::Wide).await
     }
@@ -232,7 +239,7 @@ impl Engine {
                 ctx.register_table(t.name, Arc::new(empty)).map_err(|e| QueryError(e.to_string()))?;
             }
         }
-        Ok(Engine { ctx })
+        Ok(Engine::over_every_column(ctx))
     }
 
     /// An engine over one run held in memory (summaries of an INPUT without a store).
@@ -248,7 +255,7 @@ impl Engine {
             let mem = MemTable::try_new(table_schema(t), dealt_batches(t, runs, partitions)?).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
-        Ok(Engine { ctx })
+        Ok(Engine::over_every_column(ctx))
     }
 
     /// The tables of one run as an analysis in memory holds them, in batches of the contract
@@ -300,6 +307,14 @@ impl Engine {
 
     /// Plans one read-only SQL statement, down to its physical plan.
     pub async fn plan(&self, sql: &str) -> Result<ahead::Planned, QueryError> {
+        if !self.built.is_every() {
+            if let Some((table, column)) = self.built.first_missing(&reads::columns_read([sql])) {
+                return Err(QueryError(format!(
+                    "this analysis built its tables without {table}.{column}, which the statement reads (a statement it did not declare ahead): {}",
+                    sql.trim()
+                )));
+            }
+        }
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let to_plan = std::time::Instant::now();
         let df = self.ctx.sql_with_options(sql, options).await.map_err(|e| {

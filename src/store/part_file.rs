@@ -1476,7 +1476,7 @@ mod tests {
             let ops = OpColumns::of(&part);
             let mut file = table_file("ops", "op-rows");
             file.0.write_rows(ops.len(), &ops.rows(&capture, &part.strings.values)).unwrap();
-            let batches = part_tables(&capture, &part).unwrap();
+            let batches = part_tables(&capture, &part, &crate::tables::ColumnsRead::every()).unwrap();
             assert_reads_back_as(file, batches.get("ops").unwrap(), 1000);
         }
     }
@@ -1494,7 +1494,7 @@ mod tests {
             columns.refill(&part, slice);
             file.0.write_rows(slice.len(), &columns.rows(&capture, &part)).unwrap();
         }
-        let batches = part_tables(&capture, &part).unwrap();
+        let batches = part_tables(&capture, &part, &crate::tables::ColumnsRead::every()).unwrap();
         assert_reads_back_as(file, batches.get("gaps").unwrap(), 1000);
     }
 

@@ -229,6 +229,38 @@ pub fn text_map_rows(rows: &[Vec<(String, String)>]) -> ArrayRef {
     text_map(offsets, Arc::new(keys.finish()), Arc::new(values.finish()))
 }
 
+/// The columns of a batch that no statement of its analysis reads ([`super::ColumnsRead`]):
+/// zeros of the column's type, all sharing one buffer, so that they cost neither building
+/// nor memory (the engine refuses any statement that would read one).
+pub struct Unread {
+    /// Made by the first column that needs it.
+    zeros: std::cell::OnceCell<arrow::buffer::Buffer>,
+    rows: usize,
+}
+
+impl Unread {
+    pub fn rows(rows: usize) -> Unread {
+        Unread { zeros: std::cell::OnceCell::new(), rows }
+    }
+
+    pub fn column(&self, c: &super::schema::Column) -> ArrayRef {
+        use super::schema::Col;
+        let n = self.rows;
+        let zeros = || self.zeros.get_or_init(|| arrow::buffer::MutableBuffer::from_len_zeroed(n * 8).into()).clone();
+        match c.ty {
+            Col::Int => Arc::new(Int64Array::new(ScalarBuffer::new(zeros(), 0, n), None)),
+            Col::UInt => Arc::new(UInt64Array::new(ScalarBuffer::new(zeros(), 0, n), None)),
+            Col::Float => Arc::new(Float64Array::new(ScalarBuffer::new(zeros(), 0, n), None)),
+            Col::Bool => Arc::new(BooleanArray::new(arrow::buffer::BooleanBuffer::new(zeros(), 0, n), None)),
+            Col::Name => {
+                let keys = Int32Array::new(ScalarBuffer::new(zeros(), 0, n), None);
+                Arc::new(DictionaryArray::<Int32Type>::try_new(keys, Arc::new(StringArray::from(vec![""]))).expect("key 0 of one value"))
+            }
+            Col::Text | Col::TextList | Col::TextMap => new_null_array(&c.ty.data_type(), n),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! collectives, regions), `columns` the Arrow helpers. [`build`] ties them together.
 
 pub mod columns;
+pub mod columns_read;
 pub mod command_buffers;
 pub mod derive;
 pub mod events_of_interest;
@@ -13,6 +14,7 @@ use crate::model::*;
 use arrow::array::*;
 use arrow::record_batch::RecordBatch;
 use columns::*;
+pub use columns_read::ColumnsRead;
 use derive::Label;
 use std::sync::Arc;
 
@@ -76,7 +78,7 @@ pub fn build_part(capture: &mut Capture, deriver: &mut derive::Deriver) -> Resul
         || events_batches(capture, first_event_id),
         || {
             let part = deriver.part(capture, &ids);
-            part_tables(capture, &part)
+            part_tables(capture, &part, &ColumnsRead::every())
         },
     );
     Ok((events?, others?))
@@ -94,10 +96,10 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
 }
 
 /// The tables made of a part's ops (`ops`, the largest, built beside the five others).
-pub fn part_tables(capture: &Capture, part: &derive::PartDerived) -> Result<RunTables> {
+pub fn part_tables(capture: &Capture, part: &derive::PartDerived, read: &ColumnsRead) -> Result<RunTables> {
     // One values array for every local-string column of the part's tables.
     let locals = &local_strings(part);
-    let (ops, others) = crate::work_queue::join(|| ops_batch(capture, part, locals), || tables_beside_ops(capture, part, locals));
+    let (ops, others) = crate::work_queue::join(|| ops_batch(capture, part, locals, read), || tables_beside_ops(capture, part, locals, read));
     let mut tables = vec![("ops", vec![ops?])];
     tables.append(&mut others?.tables);
     Ok(RunTables::new(tables))
@@ -109,10 +111,10 @@ pub fn part_small_tables(capture: &Capture, part: &derive::PartDerived) -> Resul
     small_tables(capture, part, &local_strings(part))
 }
 
-fn tables_beside_ops(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef) -> Result<RunTables> {
+fn tables_beside_ops(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef, read: &ColumnsRead) -> Result<RunTables> {
     // In the order of `derive::PART_TABLES`, as the part's other tables.
     let mut tables = small_tables(capture, part, locals)?.tables;
-    tables.insert(1, ("gaps", vec![gaps_batch(capture, part, locals)?]));
+    tables.insert(1, ("gaps", vec![gaps_batch(capture, part, locals, read)?]));
     debug_assert!(tables.iter().map(|(name, _)| *name).eq(derive::PART_TABLES[1..].iter().copied()));
     Ok(RunTables::new(tables))
 }
@@ -534,44 +536,72 @@ impl OpColumns {
     }
 }
 
-fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
+/// The part's `ops` batch, with the columns `read` reads (the others hold zeros, never read).
+fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef, read: &ColumnsRead) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let c = OpColumns::of(d);
     let [host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, shape] = c.names;
     let [region_path, source] = c.local_names;
     let [event_id, program_id, step, start_ns, dur_ns, self_ns, dur_ps] = c.ints;
-    let label = |ids: &[u32]| static_dict(ids.iter().map(|&id| derive::LABEL_TEXTS.get(id as usize).copied()));
-    let float = |k: usize| nullable_f64s(c.floats[k].iter().zip(&c.floats_known[k]).map(|(&v, &known)| known.then_some(v)));
-    batch(
-        "ops",
-        vec![
-            i64s(event_id.into_iter()),
-            dict.encode(host.into_iter()),
-            dict.encode(device.into_iter()),
-            dict.encode(line.into_iter()),
-            dict.encode(name.into_iter()),
-            dict.encode(hlo_op.into_iter()),
-            dict.encode(hlo_module.into_iter()),
-            nullable_u64s(program_id.into_iter()),
-            dict.encode(opcode.into_iter()),
-            label(&c.labels[0]),
-            dict.encode(hlo_category.into_iter()),
-            label(&c.labels[1]),
-            dict.encode(tf_op.into_iter()),
-            local_dict(locals, region_path.into_iter()),
-            label(&c.labels[2]),
-            nullable_i64s(step.into_iter()),
-            i64s(start_ns.into_iter()),
-            i64s(dur_ns.into_iter()),
-            i64s(self_ns.into_iter()),
-            i64s(dur_ps.into_iter()),
-            dict.encode(shape.into_iter()),
-            local_dict(locals, source.into_iter()),
-            float(0),
-            float(1),
-            Arc::new(BooleanArray::from(c.is_async)),
-        ],
-    )
+    let [flops, bytes_accessed] = c.floats;
+    let [flops_known, bytes_accessed_known] = c.floats_known;
+    let label = |ids: Vec<u32>| static_dict(ids.iter().map(|&id| derive::LABEL_TEXTS.get(id as usize).copied()));
+    let float = |values: Vec<f64>, known: Vec<bool>| nullable_f64s(values.into_iter().zip(known).map(|(v, known)| known.then_some(v)));
+    let [category, collective_kind, pass] = c.labels;
+    let mut columns = ReadColumns::of("ops", read, d.ops.len());
+    columns.add("event_id", || i64s(event_id.into_iter()));
+    columns.add("host", || dict.encode(host.into_iter()));
+    columns.add("device", || dict.encode(device.into_iter()));
+    columns.add("line", || dict.encode(line.into_iter()));
+    columns.add("name", || dict.encode(name.into_iter()));
+    columns.add("hlo_op", || dict.encode(hlo_op.into_iter()));
+    columns.add("hlo_module", || dict.encode(hlo_module.into_iter()));
+    columns.add("program_id", || nullable_u64s(program_id.into_iter()));
+    columns.add("opcode", || dict.encode(opcode.into_iter()));
+    columns.add("category", || label(category));
+    columns.add("hlo_category", || dict.encode(hlo_category.into_iter()));
+    columns.add("collective_kind", || label(collective_kind));
+    columns.add("tf_op", || dict.encode(tf_op.into_iter()));
+    columns.add("region_path", || local_dict(locals, region_path.into_iter()));
+    columns.add("pass", || label(pass));
+    columns.add("step", || nullable_i64s(step.into_iter()));
+    columns.add("start_ns", || i64s(start_ns.into_iter()));
+    columns.add("dur_ns", || i64s(dur_ns.into_iter()));
+    columns.add("self_ns", || i64s(self_ns.into_iter()));
+    columns.add("dur_ps", || i64s(dur_ps.into_iter()));
+    columns.add("shape", || dict.encode(shape.into_iter()));
+    columns.add("source", || local_dict(locals, source.into_iter()));
+    columns.add("flops", || float(flops, flops_known));
+    columns.add("bytes_accessed", || float(bytes_accessed, bytes_accessed_known));
+    columns.add("is_async", || Arc::new(BooleanArray::from(c.is_async)));
+    columns.batch()
+}
+
+/// A batch's columns in the contract's order, each built only if its analysis reads it
+/// ([`ColumnsRead`]; the others hold zeros, [`Unread`]).
+struct ReadColumns<'r> {
+    table: &'static schema::Table,
+    read: &'r ColumnsRead,
+    unread: Unread,
+    columns: Vec<ArrayRef>,
+}
+
+impl<'r> ReadColumns<'r> {
+    fn of(table: &str, read: &'r ColumnsRead, rows: usize) -> Self {
+        let table = schema::table(table).expect("known table");
+        ReadColumns { table, read, unread: Unread::rows(rows), columns: Vec::with_capacity(table.columns.len()) }
+    }
+
+    /// The next column, which must be `name`, built by `build` if it is read.
+    fn add(&mut self, name: &str, build: impl FnOnce() -> ArrayRef) {
+        let column = &self.table.columns[self.columns.len()];
+        assert_eq!(column.name, name, "{} columns out of the contract's order", self.table.name);
+        self.columns.push(if self.read.reads(self.table.name, name) { build() } else { self.unread.column(column) });
+    }
+
+    fn batch(self) -> Result<RecordBatch> {
+        batch(self.table.name, self.columns)
+    }
 }
 
 fn regions_batch(d: &derive::RunDerived) -> Result<RecordBatch> {
@@ -732,29 +762,27 @@ impl GapColumns {
     }
 }
 
-fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
+/// The part's `gaps` batch, with the columns `read` reads (the others hold zeros, never read).
+fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef, read: &ColumnsRead) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
     let mut c = GapColumns::with_capacity(d.gaps.len());
     c.refill(d, &d.gaps);
     let [host, device, line, marker_hlo_op, payload_hlo_op, payload_tf_op, payload_region_path] = c.ids;
     let [step, gap_start_ns, gap_ns, marker_event_id, payload_event_id] = c.ints;
-    batch(
-        "gaps",
-        vec![
-            dict.encode(host.into_iter()),
-            dict.encode(device.into_iter()),
-            dict.encode(line.into_iter()),
-            nullable_i64s(step.into_iter()),
-            i64s(gap_start_ns.into_iter()),
-            i64s(gap_ns.into_iter()),
-            i64s(marker_event_id.into_iter()),
-            dict.encode(marker_hlo_op.into_iter()),
-            i64s(payload_event_id.into_iter()),
-            dict.encode(payload_hlo_op.into_iter()),
-            dict.encode(payload_tf_op.into_iter()),
-            local_dict(locals, payload_region_path.into_iter()),
-        ],
-    )
+    let mut columns = ReadColumns::of("gaps", read, d.gaps.len());
+    columns.add("host", || dict.encode(host.into_iter()));
+    columns.add("device", || dict.encode(device.into_iter()));
+    columns.add("line", || dict.encode(line.into_iter()));
+    columns.add("step", || nullable_i64s(step.into_iter()));
+    columns.add("gap_start_ns", || i64s(gap_start_ns.into_iter()));
+    columns.add("gap_ns", || i64s(gap_ns.into_iter()));
+    columns.add("marker_event_id", || i64s(marker_event_id.into_iter()));
+    columns.add("marker_op", || dict.encode(marker_hlo_op.into_iter()));
+    columns.add("payload_event_id", || i64s(payload_event_id.into_iter()));
+    columns.add("payload_op", || dict.encode(payload_hlo_op.into_iter()));
+    columns.add("payload_tf_op", || dict.encode(payload_tf_op.into_iter()));
+    columns.add("payload_region_path", || local_dict(locals, payload_region_path.into_iter()));
+    columns.batch()
 }
 
 fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef) -> Result<RecordBatch> {
