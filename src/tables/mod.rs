@@ -431,6 +431,35 @@ pub struct OpColumns {
     is_async: Vec<bool>,
 }
 
+/// Which of [`OpColumns`]' columns to copy out, group by group as its fields hold them.
+struct OpKeep {
+    names: [bool; 10],
+    local_names: [bool; 2],
+    labels: [bool; 3],
+    ints: [bool; 7],
+    floats: [bool; 2],
+    is_async: bool,
+}
+
+impl OpKeep {
+    const EVERY: OpKeep = OpKeep { names: [true; 10], local_names: [true; 2], labels: [true; 3], ints: [true; 7], floats: [true; 2], is_async: true };
+
+    /// The columns `read` reads of `ops`.
+    fn of(read: &ColumnsRead) -> OpKeep {
+        fn reads<const N: usize>(read: &ColumnsRead, columns: [&str; N]) -> [bool; N] {
+            columns.map(|c| read.reads("ops", c))
+        }
+        OpKeep {
+            names: reads(read, ["host", "device", "line", "name", "hlo_op", "hlo_module", "opcode", "hlo_category", "tf_op", "shape"]),
+            local_names: reads(read, ["region_path", "source"]),
+            labels: reads(read, ["category", "collective_kind", "pass"]),
+            ints: reads(read, ["event_id", "program_id", "step", "start_ns", "dur_ns", "self_ns", "dur_ps"]),
+            floats: reads(read, ["flops", "bytes_accessed"]),
+            is_async: read.reads("ops", "is_async"),
+        }
+    }
+}
+
 impl OpColumns {
     /// Every op of the part.
     pub fn of(d: &derive::PartDerived) -> OpColumns {
@@ -455,6 +484,19 @@ impl OpColumns {
     /// The values of `ops` instead of those held, in the same buffers: ingest writes a part's
     /// ops a slice at a time ([`DERIVED_SLICE_ROWS`]), so only a slice of them is copied out at once.
     pub fn refill(&mut self, ops: &[derive::Op]) {
+        self.refill_keeping::<true>(ops, &OpKeep::EVERY);
+    }
+
+    /// Every op of the part, of the columns `read` reads (the others left empty).
+    fn of_read(d: &derive::PartDerived, read: &ColumnsRead) -> OpColumns {
+        let mut c = OpColumns::with_capacity(0);
+        c.refill_keeping::<false>(&d.ops, &OpKeep::of(read));
+        c
+    }
+
+    /// [`OpColumns::refill`], of the columns `keep` keeps; with `EVERY`, of every column
+    /// without testing `keep` (a test per value cost ingest ~4 % of its CPU time).
+    fn refill_keeping<const EVERY: bool>(&mut self, ops: &[derive::Op], keep: &OpKeep) {
         let c = self;
         c.names.iter_mut().for_each(Vec::clear);
         c.local_names.iter_mut().for_each(Vec::clear);
@@ -463,24 +505,45 @@ impl OpColumns {
         c.floats.iter_mut().for_each(Vec::clear);
         c.floats_known.iter_mut().for_each(Vec::clear);
         c.is_async.clear();
+        fn reserve<T>(columns: &mut [Vec<T>], kept: &[bool], n: usize) {
+            columns.iter_mut().zip(kept).filter(|(_, &k)| k).for_each(|(column, _)| column.reserve(n));
+        }
+        reserve(&mut c.names, &keep.names, ops.len());
+        reserve(&mut c.local_names, &keep.local_names, ops.len());
+        reserve(&mut c.labels, &keep.labels, ops.len());
+        reserve(&mut c.ints, &keep.ints, ops.len());
         for o in ops {
-            for (col, v) in c.names.iter_mut().zip([o.host, o.device, o.line, o.name, o.hlo_op, o.hlo_module, o.opcode, o.hlo_category, o.tf_op, o.shape]) {
-                col.push(v);
+            for ((col, v), k) in
+                c.names.iter_mut().zip([o.host, o.device, o.line, o.name, o.hlo_op, o.hlo_module, o.opcode, o.hlo_category, o.tf_op, o.shape]).zip(keep.names)
+            {
+                if EVERY || k {
+                    col.push(v);
+                }
             }
-            for (col, v) in c.local_names.iter_mut().zip([o.region_path, o.source]) {
-                col.push(v);
+            for ((col, v), k) in c.local_names.iter_mut().zip([o.region_path, o.source]).zip(keep.local_names) {
+                if EVERY || k {
+                    col.push(v);
+                }
             }
-            for (col, v) in c.labels.iter_mut().zip([Some(o.category), o.collective_kind, Some(o.pass)]) {
-                col.push(v.map_or(NO_STR, Label::id));
+            for ((col, v), k) in c.labels.iter_mut().zip([Some(o.category), o.collective_kind, Some(o.pass)]).zip(keep.labels) {
+                if EVERY || k {
+                    col.push(v.map_or(NO_STR, Label::id));
+                }
             }
-            for (col, v) in c.ints.iter_mut().zip([o.event_id, o.program_id, o.step, o.start_ns, o.dur_ns, o.self_ns, o.dur_ps]) {
-                col.push(v);
+            for ((col, v), k) in c.ints.iter_mut().zip([o.event_id, o.program_id, o.step, o.start_ns, o.dur_ns, o.self_ns, o.dur_ps]).zip(keep.ints) {
+                if EVERY || k {
+                    col.push(v);
+                }
             }
-            for ((col, known), v) in c.floats.iter_mut().zip(&mut c.floats_known).zip([o.flops, o.bytes_accessed]) {
-                col.push(v.unwrap_or(0.0));
-                known.push(v.is_some());
+            for (((col, known), v), k) in c.floats.iter_mut().zip(&mut c.floats_known).zip([o.flops, o.bytes_accessed]).zip(keep.floats) {
+                if EVERY || k {
+                    col.push(v.unwrap_or(0.0));
+                    known.push(v.is_some());
+                }
             }
-            c.is_async.push(o.is_async);
+            if EVERY || keep.is_async {
+                c.is_async.push(o.is_async);
+            }
         }
     }
 
@@ -539,7 +602,7 @@ impl OpColumns {
 /// The part's `ops` batch, with the columns `read` reads (the others hold zeros, never read).
 fn ops_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef, read: &ColumnsRead) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
-    let c = OpColumns::of(d);
+    let c = OpColumns::of_read(d, read);
     let [host, device, line, name, hlo_op, hlo_module, opcode, hlo_category, tf_op, shape] = c.names;
     let [region_path, source] = c.local_names;
     let [event_id, program_id, step, start_ns, dur_ns, self_ns, dur_ps] = c.ints;
