@@ -37,7 +37,10 @@ from_lines AS (
   SELECT CAST(host AS VARCHAR) AS host, CAST(device AS VARCHAR) AS device, step, dur_ns AS active_ns, busy_ns
   FROM steps WHERE run_id = {{run_id}} AND device IS NOT NULL AND step >= {{warmup_steps}}
 ),
-per AS (SELECT * FROM from_ops UNION ALL SELECT * FROM from_lines),
+per AS (
+  SELECT host, device, step, active_ns, busy_ns FROM from_ops
+  UNION ALL SELECT host, device, step, active_ns, busy_ns FROM from_lines
+),
 lagged AS (
   SELECT host, device, step, active_ns, busy_ns,
          active_ns - min(active_ns) OVER (PARTITION BY step) AS lag_ns,
