@@ -42,6 +42,31 @@ fn check_mlp_before_after(before: &std::path::Path, after: &std::path::Path) {
     assert_eq!(c["provenance_checks"]["status"], "pass");
 }
 
+/// A profile side is decoded with only the columns a comparison reads: comparing two INPUTs
+/// gives what comparing their stored runs (every column) gives, on CPU and on an H100.
+#[test]
+fn comparing_inputs_equals_comparing_their_stored_runs() {
+    let store = temp_dir("compare-inputs-vs-runs");
+    for dir in [jax_cpu as fn(&str) -> std::path::PathBuf, jax_gpu] {
+        let (before, after) = (dir("mlp_before"), dir("mlp_after"));
+        for (input, run) in [(&before, "b"), (&after, "a")] {
+            let o = profq(&["ingest", input.to_str().unwrap(), "--store", store.to_str().unwrap(), "--run-id", run, "--force"]);
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        let (from_inputs, o) = compare(&before, &after, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let (from_runs, o) = compare(Path::new("b"), Path::new("a"), &["--store", store.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let without_run_ids = |mut c: Value| {
+            for key in ["before_run_id", "after_run_id"] {
+                c["provenance_checks"][key] = Value::Null;
+            }
+            c
+        };
+        assert_eq!(without_run_ids(from_inputs), without_run_ids(from_runs), "{}", before.display());
+    }
+}
+
 /// The same workload captured with command buffers (CUDA graphs) and without them compares op by
 /// op: the graphs' kernels are placed on the instructions the other capture's kernels name, so
 /// no op appears or disappears (before placement, 85 appeared and 64 disappeared here).

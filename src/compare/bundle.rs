@@ -26,8 +26,8 @@ pub async fn write_bundle(
     history: Option<&Path>,
     strict_provenance: bool,
 ) -> Result<Value, BundleError> {
-    let b = load_side(before, store).await.map_err(BundleError::Source)?;
-    let a = load_side(after, store).await.map_err(BundleError::Source)?;
+    let b = load_side(before, store, opts).await.map_err(BundleError::Source)?;
+    let a = load_side(after, store, opts).await.map_err(BundleError::Source)?;
     let (comparison, sb, sa) = compare_with_summaries(b, a, opts).await.map_err(|e| BundleError::Other(e.to_string()))?;
     if strict_provenance && comparison["provenance_checks"]["status"] == "fail" {
         let msgs: Vec<&str> = comparison["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();

@@ -9,7 +9,7 @@ pub mod track;
 use crate::engine::{Engine, QueryError, Spread};
 use crate::source::SourceError;
 use crate::summary::{self, Analyst, SummaryOptions};
-use crate::tables::RunTables;
+use crate::tables::{ColumnsRead, RunTables};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -32,13 +32,14 @@ fn is_summary_file(p: &Path) -> Option<Value> {
 }
 
 /// Resolves X: an existing summary file, an existing profile path, else a run id in `store`.
-pub async fn load_side(spec: &str, store: &Path) -> Result<Side, SourceError> {
+/// A profile is decoded with only the columns a comparison with `opts` reads ([`columns_read`]).
+pub async fn load_side(spec: &str, store: &Path, opts: &CompareOptions) -> Result<Side, SourceError> {
     let path = Path::new(spec);
     if path.exists() {
         if let Some(doc) = is_summary_file(path) {
             return Ok(Side::Summary { doc });
         }
-        let tables = crate::ingest::load_tables(path, "side", &[]).map_err(SourceError::Ingest)?;
+        let tables = crate::ingest::load_tables_telling(path, "side", &[], columns_read(opts), Default::default()).map_err(SourceError::Ingest)?;
         return Ok(Side::Tables { tables, source_path: spec.to_string(), run_id: None });
     }
     let st = crate::store::Store::open(store);
@@ -48,6 +49,21 @@ pub async fn load_side(spec: &str, store: &Path) -> Result<Side, SourceError> {
     let opened = crate::source::open(&crate::source::Source::Run { store: store.to_path_buf(), run_id: spec.to_string() }, Spread::Wide).await?;
     let tables = opened.engine.run_tables(spec).await.map_err(SourceError::Query)?;
     Ok(Side::Tables { tables, source_path: opened.source_path, run_id: Some(spec.to_string()) })
+}
+
+/// The columns a comparison reads: both sides' summary statements and its own queries
+/// (`compare_ops`, `compare_regions`), so that a profile side builds only those
+/// ([`ColumnsRead`]; its engine refuses any other).
+fn columns_read(opts: &CompareOptions) -> ColumnsRead {
+    let mut sqls: Vec<String> = ["before", "after"].into_iter().flat_map(|run| summary::every_statement(&opts.summary, run)).map(|s| s.sql).collect();
+    let params = std::collections::BTreeMap::from([("before_run".to_string(), "before".to_string()), ("after_run".to_string(), "after".to_string())]);
+    for query in ["compare_ops", "compare_regions"] {
+        match crate::engine::queries::find(query).map(|q| q.bind(&params)) {
+            Some(Ok(sql)) => sqls.push(sql),
+            _ => return ColumnsRead::every(),
+        }
+    }
+    crate::engine::reads::columns_read(sqls.iter().map(String::as_str))
 }
 
 #[derive(Clone, Debug)]
@@ -255,7 +271,7 @@ pub async fn compare(before: Side, after: Side, opts: &CompareOptions) -> Result
 pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOptions) -> Result<(Value, Value, Value), QueryError> {
     match (before, after) {
         (Side::Tables { tables: tb, source_path: pb, run_id: rb }, Side::Tables { tables: ta, source_path: pa, run_id: ra }) => {
-            let engine = Engine::from_runs(&[(&tb, "before"), (&ta, "after")], Spread::Narrow)?;
+            let engine = Engine::from_runs_built(&[(&tb, "before"), (&ta, "after")], Spread::Narrow, columns_read(opts))?;
             let mut sb = summary::summarize(&engine, "before", &pb, &opts.summary).await?;
             let mut sa = summary::summarize(&engine, "after", &pa, &opts.summary).await?;
             sb["run_metadata"]["run_id"] = json!(rb);

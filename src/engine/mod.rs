@@ -249,13 +249,19 @@ impl Engine {
 
     /// An engine over several runs held in memory, each under its run id.
     pub fn from_runs(runs: &[(&RunTables, &str)], spread: Spread) -> Result<Engine, QueryError> {
+        Engine::from_runs_built(runs, spread, ColumnsRead::every())
+    }
+
+    /// [`Engine::from_runs`] over tables that hold only the columns `built` reads (the others
+    /// zeros, which no statement may read: see [`ColumnsRead`]).
+    pub fn from_runs_built(runs: &[(&RunTables, &str)], spread: Spread, built: ColumnsRead) -> Result<Engine, QueryError> {
         let partitions = spread.partitions();
         let ctx = in_memory_session(spread, Rows::Given);
         for t in schema::TABLES {
             let mem = MemTable::try_new(table_schema(t), dealt_batches(t, runs, partitions)?).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
-        Ok(Engine::over_every_column(ctx))
+        Ok(Engine { ctx, built: Arc::new(built) })
     }
 
     /// The tables of one run as an analysis in memory holds them, in batches of the contract

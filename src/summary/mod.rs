@@ -190,6 +190,12 @@ pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<Statement> {
     if crate::timing::serial() {
         return Vec::new();
     }
+    every_statement(opts, run_id)
+}
+
+/// Every statement a summary of run `run_id` runs (those [`statements`] plans ahead, also
+/// when timing runs them one at a time).
+pub fn every_statement(opts: &SummaryOptions, run_id: &str) -> Vec<Statement> {
     summary_queries(opts)
         .into_iter()
         .filter_map(|(query, params)| {
