@@ -32,7 +32,8 @@ fn is_summary_file(p: &Path) -> Option<Value> {
 }
 
 /// Resolves X: an existing summary file, an existing profile path, else a run id in `store`.
-/// A profile is decoded with only the columns a comparison with `opts` reads ([`columns_read`]).
+/// A profile is decoded, and a run's `ops` and `gaps` read, with only the columns a comparison
+/// with `opts` reads ([`columns_read`]).
 pub async fn load_side(spec: &str, store: &Path, opts: &CompareOptions) -> Result<Side, SourceError> {
     let path = Path::new(spec);
     if path.exists() {
@@ -47,7 +48,7 @@ pub async fn load_side(spec: &str, store: &Path, opts: &CompareOptions) -> Resul
         return Err(SourceError::NoRun(format!("{spec:?} is neither a file nor a run in {} (runs: {})", store.display(), st.run_ids().join(", "))));
     }
     let opened = crate::source::open(&crate::source::Source::Run { store: store.to_path_buf(), run_id: spec.to_string() }, Spread::Wide).await?;
-    let tables = opened.engine.run_tables(spec).await.map_err(SourceError::Query)?;
+    let tables = opened.engine.run_tables(spec, &columns_read(opts)).await.map_err(SourceError::Query)?;
     Ok(Side::Tables { tables, source_path: opened.source_path, run_id: Some(spec.to_string()) })
 }
 

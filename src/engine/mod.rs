@@ -266,14 +266,21 @@ impl Engine {
 
     /// The tables of one run as an analysis in memory holds them, in batches of the contract
     /// schema (run_id left out): every table, but of `events` only the events of interest
-    /// ([`crate::tables::events_of_interest`]), as for an INPUT. They are found through the
-    /// run's distinct (name, category) pairs in `event_totals`, so that a run without any
-    /// reads none of its events.
-    pub async fn run_tables(&self, run_id: &str) -> Result<RunTables, QueryError> {
+    /// ([`crate::tables::events_of_interest`]), as for an INPUT, and of `ops` and `gaps`
+    /// only the columns `read` reads (the others zeros, as for an INPUT). The events are found
+    /// through the run's distinct (name, category) pairs in `event_totals`, so that a run
+    /// without any reads none of its events.
+    pub async fn run_tables(&self, run_id: &str, read: &ColumnsRead) -> Result<RunTables, QueryError> {
         let mut out = Vec::new();
         let run = run_id.replace('\'', "''");
         for t in schema::TABLES {
-            let cols: Vec<String> = t.columns.iter().map(|c| format!("e.\"{}\"", c.name)).collect();
+            let pruned = matches!(t.name, "ops" | "gaps");
+            let selected: Vec<&schema::Column> = t.columns.iter().filter(|c| !pruned || read.reads(t.name, c.name)).collect();
+            let mut cols: Vec<String> = selected.iter().map(|c| format!("e.\"{}\"", c.name)).collect();
+            if cols.is_empty() {
+                // The rows still count (count(*)).
+                cols.push("e.\"run_id\"".into());
+            }
             let sql = if t.name == "events" {
                 format!(
                     "SELECT {} FROM (SELECT DISTINCT name, category FROM event_totals WHERE run_id = '{run}' \
@@ -289,7 +296,19 @@ impl Engine {
             let contract = schema::arrow_schema(t);
             let batches = batches
                 .into_iter()
-                .map(|b| RecordBatch::try_new(contract.clone(), b.columns().to_vec()).map_err(|e| QueryError(format!("{}: {e}", t.name))))
+                .map(|b| {
+                    let unread = crate::tables::columns::Unread::rows(b.num_rows());
+                    let mut given = selected.iter().zip(b.columns()).map(|(c, array)| (c.name, array.clone())).peekable();
+                    let columns = t
+                        .columns
+                        .iter()
+                        .map(|c| match given.peek() {
+                            Some((name, _)) if *name == c.name => given.next().expect("peeked").1,
+                            _ => unread.column(c),
+                        })
+                        .collect();
+                    RecordBatch::try_new(contract.clone(), columns).map_err(|e| QueryError(format!("{}: {e}", t.name)))
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             out.push((t.name, batches));
         }
