@@ -42,8 +42,9 @@ fn check_mlp_before_after(before: &std::path::Path, after: &std::path::Path) {
     assert_eq!(c["provenance_checks"]["status"], "pass");
 }
 
-/// A profile side is decoded with only the columns a comparison reads: comparing two INPUTs
-/// gives what comparing their stored runs (every column) gives, on CPU and on an H100.
+/// A profile side is decoded, and a stored run's side read, with only the columns a comparison
+/// reads (its engine refuses a statement reading any other): comparing two INPUTs gives what
+/// comparing their stored runs gives, on CPU and on an H100.
 #[test]
 fn comparing_inputs_equals_comparing_their_stored_runs() {
     let store = temp_dir("compare-inputs-vs-runs");
