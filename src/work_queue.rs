@@ -42,6 +42,19 @@ pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> 
     pool().install(|| rayon::join(a, b))
 }
 
+/// Lets the calling thread run only on cycles no other thread wants (`SCHED_IDLE` on Linux):
+/// for work off the critical path whose result is needed late (a summary's plans, the
+/// trace's digest), so that it fills the cores' idle time instead of holding up the stages
+/// whose results are needed first. Elsewhere it does nothing.
+pub fn run_only_when_idle() {
+    #[cfg(all(target_os = "linux", feature = "engine"))]
+    // SAFETY: sched_setscheduler reads the parameter struct only; pid 0 is this thread.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::map_in_order;

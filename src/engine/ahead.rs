@@ -265,7 +265,7 @@ impl IdlePlanner {
         shared.state.lock().expect("planner state").queue = statements.into();
         let (engine, planner) = (engine.clone(), shared.clone());
         let spawned = std::thread::Builder::new().name("profq-planner".into()).spawn(move || {
-            lower_own_priority();
+            crate::work_queue::run_only_when_idle();
             let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else { return };
             while let Some(next) = planner.next_to_plan() {
                 // A statement that fails to plan is planned again, and its error reported, by
@@ -312,15 +312,5 @@ impl IdlePlanner {
 impl Drop for IdlePlanner {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// Lets the calling thread run only on cycles no other thread wants.
-fn lower_own_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_setscheduler reads the parameter struct only; pid 0 is this thread.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
     }
 }
