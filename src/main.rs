@@ -376,9 +376,10 @@ async fn trend_answer(question: &str, store: PathBuf, format: AnswerFormat, show
 /// Loads both sides and compares them; Err is the exit code.
 async fn run_compare(pair: &PairArgs) -> Result<serde_json::Value, Exit> {
     let opts = pair.options();
-    let b = compare::load_side(&pair.before, &pair.store(), &opts).await.map_err(source_failure)?;
-    let a = compare::load_side(&pair.after, &pair.store(), &opts).await.map_err(source_failure)?;
-    let result = compare::compare(b, a, &opts).await.map_err(|e| fail(4, e))?;
+    let read = compare::columns_read(&opts);
+    let b = compare::load_side(&pair.before, &pair.store(), &read).await.map_err(source_failure)?;
+    let a = compare::load_side(&pair.after, &pair.store(), &read).await.map_err(source_failure)?;
+    let result = compare::compare(b, a, &opts, &read).await.map_err(|e| fail(4, e))?;
     if pair.strict_provenance && result["provenance_checks"]["status"] == "fail" {
         let msgs: Vec<String> =
             result["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(|m| m.as_str().map(str::to_string)).collect();

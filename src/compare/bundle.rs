@@ -2,7 +2,7 @@
 //! reports and a comparison report in one folder, plus a manifest (reference §6.5).
 
 use super::track::{self, Thresholds};
-use super::{compare_with_summaries, load_side, CompareOptions};
+use super::{columns_read, compare_with_summaries, load_side, CompareOptions};
 use crate::source::SourceError;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -26,9 +26,10 @@ pub async fn write_bundle(
     history: Option<&Path>,
     strict_provenance: bool,
 ) -> Result<Value, BundleError> {
-    let b = load_side(before, store, opts).await.map_err(BundleError::Source)?;
-    let a = load_side(after, store, opts).await.map_err(BundleError::Source)?;
-    let (comparison, sb, sa) = compare_with_summaries(b, a, opts).await.map_err(|e| BundleError::Other(e.to_string()))?;
+    let read = columns_read(opts);
+    let b = load_side(before, store, &read).await.map_err(BundleError::Source)?;
+    let a = load_side(after, store, &read).await.map_err(BundleError::Source)?;
+    let (comparison, sb, sa) = compare_with_summaries(b, a, opts, &read).await.map_err(|e| BundleError::Other(e.to_string()))?;
     if strict_provenance && comparison["provenance_checks"]["status"] == "fail" {
         let msgs: Vec<&str> = comparison["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         return Err(BundleError::Provenance(format!("Provenance checks failed. {}", msgs.join(" "))));

@@ -32,15 +32,15 @@ fn is_summary_file(p: &Path) -> Option<Value> {
 }
 
 /// Resolves X: an existing summary file, an existing profile path, else a run id in `store`.
-/// A profile is decoded, and a run's `ops` and `gaps` read, with only the columns a comparison
-/// with `opts` reads ([`columns_read`]).
-pub async fn load_side(spec: &str, store: &Path, opts: &CompareOptions) -> Result<Side, SourceError> {
+/// A profile is decoded, and a run's `ops` and `gaps` read, with only the columns `read`
+/// (a comparison's: [`columns_read`]).
+pub async fn load_side(spec: &str, store: &Path, read: &ColumnsRead) -> Result<Side, SourceError> {
     let path = Path::new(spec);
     if path.exists() {
         if let Some(doc) = is_summary_file(path) {
             return Ok(Side::Summary { doc });
         }
-        let tables = crate::ingest::load_tables_telling(path, "side", &[], columns_read(opts), Default::default()).map_err(SourceError::Ingest)?;
+        let tables = crate::ingest::load_tables_telling(path, "side", &[], read.clone(), Default::default()).map_err(SourceError::Ingest)?;
         return Ok(Side::Tables { tables, source_path: spec.to_string(), run_id: None });
     }
     let st = crate::store::Store::open(store);
@@ -48,14 +48,14 @@ pub async fn load_side(spec: &str, store: &Path, opts: &CompareOptions) -> Resul
         return Err(SourceError::NoRun(format!("{spec:?} is neither a file nor a run in {} (runs: {})", store.display(), st.run_ids().join(", "))));
     }
     let opened = crate::source::open(&crate::source::Source::Run { store: store.to_path_buf(), run_id: spec.to_string() }, Spread::Wide).await?;
-    let tables = opened.engine.run_tables(spec, &columns_read(opts)).await.map_err(SourceError::Query)?;
+    let tables = opened.engine.run_tables(spec, read).await.map_err(SourceError::Query)?;
     Ok(Side::Tables { tables, source_path: opened.source_path, run_id: Some(spec.to_string()) })
 }
 
-/// The columns a comparison reads: both sides' summary statements and its own queries
-/// (`compare_ops`, `compare_regions`), so that a profile side builds only those
-/// ([`ColumnsRead`]; its engine refuses any other).
-fn columns_read(opts: &CompareOptions) -> ColumnsRead {
+/// The columns a comparison with `opts` reads: both sides' summary statements and its own
+/// queries (`compare_ops`, `compare_regions`), so that its sides hold only those
+/// ([`load_side`], [`ColumnsRead`]; its engine refuses any other).
+pub fn columns_read(opts: &CompareOptions) -> ColumnsRead {
     let mut sqls: Vec<String> = ["before", "after"].into_iter().flat_map(|run| summary::every_statement(&opts.summary, run)).map(|s| s.sql).collect();
     let params = std::collections::BTreeMap::from([("before_run".to_string(), "before".to_string()), ("after_run".to_string(), "after".to_string())]);
     for query in ["compare_ops", "compare_regions"] {
@@ -264,15 +264,16 @@ fn split_ops(ops: Vec<(String, f64, f64)>, k: usize) -> (Value, Value) {
 
 /// Compares two sides. Both with tables: full-table op/region deltas per step and the
 /// step-noise verdict are added, and regressed/improved ops come from the full tables.
-pub async fn compare(before: Side, after: Side, opts: &CompareOptions) -> Result<Value, QueryError> {
-    Ok(compare_with_summaries(before, after, opts).await?.0)
+/// `read`: the columns the sides' tables hold ([`columns_read`] of `opts`, given to [`load_side`]).
+pub async fn compare(before: Side, after: Side, opts: &CompareOptions, read: &ColumnsRead) -> Result<Value, QueryError> {
+    Ok(compare_with_summaries(before, after, opts, read).await?.0)
 }
 
 /// [`compare`], also returning the two summaries it compared.
-pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOptions) -> Result<(Value, Value, Value), QueryError> {
+pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOptions, read: &ColumnsRead) -> Result<(Value, Value, Value), QueryError> {
     match (before, after) {
         (Side::Tables { tables: tb, source_path: pb, run_id: rb }, Side::Tables { tables: ta, source_path: pa, run_id: ra }) => {
-            let engine = Engine::from_runs_built(&[(&tb, "before"), (&ta, "after")], Spread::Narrow, columns_read(opts))?;
+            let engine = Engine::from_runs_built(&[(&tb, "before"), (&ta, "after")], Spread::Narrow, read.clone())?;
             let mut sb = summary::summarize(&engine, "before", &pb, &opts.summary).await?;
             let mut sa = summary::summarize(&engine, "after", &pa, &opts.summary).await?;
             sb["run_metadata"]["run_id"] = json!(rb);
