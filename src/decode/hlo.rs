@@ -619,8 +619,8 @@ mod tests {
                 shape: if shape_text.is_empty() { NO_STR } else { pool.intern(&shape_text) },
                 shape_bytes: shape_bytes.map(|b| b as i64),
             };
-            if instr.name.contains('.') {
-                aliases.push((instr.name.replace('.', "_"), info.clone()));
+            if let Some(alias) = kernel_alias(&instr.name) {
+                aliases.push((alias, info.clone()));
             }
             instructions.push((pool.intern(&instr.name), info));
         }

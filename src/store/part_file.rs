@@ -1473,7 +1473,8 @@ mod tests {
         for capture in ["tests/data/jax_cpu/multi_device_dp", "tests/data/jax_gpu/transformer_lm_nocb"] {
             let capture = decoded(capture);
             let part = Deriver::new().part(&capture, &crate::tables::derive::pool_ids(&capture.strings));
-            let ops = OpColumns::of(&part);
+            let mut ops = OpColumns::with_capacity(part.ops.len());
+            ops.refill(&part.ops);
             let mut file = table_file("ops", "op-rows");
             file.0.write_rows(ops.len(), &ops.rows(&capture, &part.strings.values)).unwrap();
             let batches = part_tables(&capture, &part, &crate::tables::ColumnsRead::every()).unwrap();

@@ -461,13 +461,6 @@ impl OpKeep {
 }
 
 impl OpColumns {
-    /// Every op of the part.
-    pub fn of(d: &derive::PartDerived) -> OpColumns {
-        let mut c = OpColumns::with_capacity(d.ops.len());
-        c.refill(&d.ops);
-        c
-    }
-
     /// Room for `n` ops' values, none held yet.
     pub fn with_capacity(n: usize) -> OpColumns {
         OpColumns {
