@@ -786,7 +786,7 @@ pub struct HloInstr {
 }
 
 /// HLO instructions of every module of a capture, by (program_id, name) and (module, name).
-#[derive(Clone, Default, Debug, PartialEq)]
+#[derive(Clone, Default, Debug)]
 pub struct HloIndex {
     pub by_program: HashMap<(i64, u32), HloInstr>,
     pub by_module: HashMap<(u32, u32), HloInstr>,
@@ -796,6 +796,10 @@ pub struct HloIndex {
     /// schedule runs them, by program id and by module name (first module wins).
     pub schedule_by_program: HashMap<i64, Schedules>,
     pub schedule_by_module: HashMap<u32, Schedules>,
+    /// The modules indexed so far, as (program id, byte length, hash of the bytes): a
+    /// multi-host session holds every program's module once per host, byte for byte the same,
+    /// and indexing it again would change nothing ([`crate::decode::hlo::index_hlo_proto`]).
+    pub indexed: rustc_hash::FxHashSet<(Option<i64>, usize, u64)>,
 }
 
 /// A module's schedule, shared by its program id and its name.
@@ -811,6 +815,18 @@ pub struct ModuleSchedule {
     /// computation, e.g. the dynamic-slice fusion of `fusion-start.4`): what its kernels run
     /// and, outside a CUDA graph, what they name.
     pub started: HashMap<u32, u32>,
+}
+
+/// Two indexes are equal when they find the same instructions and schedules; which bytes
+/// they were read from (`indexed`) is bookkeeping.
+impl PartialEq for HloIndex {
+    fn eq(&self, other: &Self) -> bool {
+        self.by_program == other.by_program
+            && self.by_module == other.by_module
+            && self.modules == other.modules
+            && self.schedule_by_program == other.schedule_by_program
+            && self.schedule_by_module == other.schedule_by_module
+    }
 }
 
 impl HloIndex {
