@@ -347,10 +347,12 @@ pub fn kernel_alias(instruction: &str) -> Option<String> {
 /// `program_id` (when known) and under the module name.
 ///
 /// The same bytes under the same program id are indexed once: each host of a multi-host
-/// session carries the modules of every program it ran (the tiled ×10 bench file spent ~100 ms
-/// indexing them again, before any event could be derived). Indexing a module again would
-/// add nothing (its strings are pooled, its entries equal), so the check is a 64-bit hash of
-/// the bytes with their length, not a comparison of them.
+/// session carries the modules of every program it ran (8 copies of the bench file: ~5 % less
+/// CPU per summarize; the tiled ×10 file's wall time did not move, docs/performance.md,
+/// Session 34). Indexing such a copy again would only repeat what the first index wrote (its
+/// strings are pooled), unless another module under the same program id came in between
+/// (docs/decisions.md, Ops), so the check is a 64-bit hash of the bytes with their length, not
+/// a comparison of them.
 pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
     let seen = (program_id, bytes.len(), rustc_hash::FxBuildHasher.hash_one(bytes));
     if index.indexed.contains(&seen) {
