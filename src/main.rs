@@ -28,10 +28,12 @@ extern "C" {
 ///
 /// An INPUT of many parts decodes part after part, and each part's pages serve the next:
 /// returned after 5 ms they are faulted in again for every part (tiled ×10 file: ~275 K
-/// faults, 1.2 s of kernel time); at 200 ms ~84 K faults, 4–11 % less CPU time and 3–7 %
-/// less wall time (tiled ×10, 8 hosts), for ~100–125 MB more peak (~0.6–0.75 GB, set by
-/// the part size). Ingest keeps the default: it holds one part at a time and reuses the
-/// previous part's pages.
+/// faults, 1.2 s of kernel time). 2 s outlasts a part (~0.1 s) and the gap between a page's
+/// free and its reuse by a later stage (the end's tables and queries reuse the parts'
+/// pages): against 200 ms (session 35, 7 interleaved rounds), tiled ×10 ~171 K → ~140 K
+/// faults, 1.25 → 1.13 s; 8 hosts ~152 K → ~127 K faults, 1.12 → 1.01 s; for 20–35 MB
+/// more peak (~0.55–0.6 GB, set by the part size). Never purging saved no more. Ingest
+/// keeps the default: it holds one part at a time and reuses the previous part's pages.
 fn purge_freed_memory_after(ms: std::ffi::c_long) {
     // `mi_option_purge_delay` in mimalloc.h (the mimalloc in Cargo.lock; stable since 2.1).
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
@@ -84,7 +86,7 @@ fn set_memory_policy(command: &Command) {
     }
     match input_xplane_bytes(command) {
         0 => purge_freed_memory_after(5),
-        bytes if bytes > 2 * profq::decode::part_bytes() as u64 => purge_freed_memory_after(200),
+        bytes if bytes > 2 * profq::decode::part_bytes() as u64 => purge_freed_memory_after(2000),
         _ => {
             // Long enough never to expire during such an analysis: the purge comes from the stage.
             purge_freed_memory_after(60_000);
