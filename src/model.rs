@@ -818,14 +818,16 @@ pub struct ModuleSchedule {
 }
 
 /// Two indexes are equal when they find the same instructions and schedules; which bytes
-/// they were read from (`indexed`) is bookkeeping.
+/// they were read from (`indexed`) is bookkeeping. The fields are named one by one, so that a
+/// field added to the index must be placed here too.
 impl PartialEq for HloIndex {
     fn eq(&self, other: &Self) -> bool {
-        self.by_program == other.by_program
-            && self.by_module == other.by_module
-            && self.modules == other.modules
-            && self.schedule_by_program == other.schedule_by_program
-            && self.schedule_by_module == other.schedule_by_module
+        let HloIndex { by_program, by_module, modules, schedule_by_program, schedule_by_module, indexed: _ } = self;
+        *by_program == other.by_program
+            && *by_module == other.by_module
+            && *modules == other.modules
+            && *schedule_by_program == other.schedule_by_program
+            && *schedule_by_module == other.schedule_by_module
     }
 }
 
