@@ -18,8 +18,10 @@
 --   idle_share    idle_ns / dur_ns
 --   largest_gap_ns  longest pre-op gap ending in the step (its marker op starts in the step;
 --                   the gap itself may reach back into earlier steps)
+-- The largest gap per (host, step) comes from `line_steps`, which holds each line's longest
+-- gap per step (null where it has none), not from every gap.
 WITH g AS (
-  SELECT host, step, max(gap_ns) AS largest_gap_ns FROM gaps WHERE run_id = {{run_id}} GROUP BY host, step
+  SELECT host, step, max(max_gap_ns) AS largest_gap_ns FROM line_steps WHERE run_id = {{run_id}} GROUP BY host, step
 )
 SELECT CAST(s.host AS VARCHAR) AS host, CAST(s.device AS VARCHAR) AS device, s.step, s.dur_ns, s.busy_ns, s.idle_ns,
        CASE WHEN s.dur_ns > 0 THEN CAST(s.idle_ns AS DOUBLE) / s.dur_ns ELSE 0.0 END AS idle_share,

@@ -22,13 +22,14 @@
 WITH host_steps AS (
   SELECT host, step, start_ns FROM steps WHERE run_id = {{run_id}} AND device IS NULL AND step >= {{warmup_steps}}
 ),
--- Ops are summed per (host, device, step) before the join to the host's step (one row per
--- (host, step)); `line` is matched still dictionary-encoded, once per distinct line name.
+-- Ops come summed per (host, device, line, step) from `line_steps` (a few rows per line and
+-- step rather than one per op), then per (host, device, step) before the join to the host's
+-- step (one row per (host, step)).
 from_ops AS (
   SELECT CAST(o.host AS VARCHAR) AS host, CAST(o.device AS VARCHAR) AS device, o.step, o.last_end_ns - s.start_ns AS active_ns, o.busy_ns
   FROM (
-    SELECT host, device, step, max(start_ns + dur_ns) AS last_end_ns, sum(self_ns) AS busy_ns
-    FROM ops WHERE run_id = {{run_id}} AND step >= {{warmup_steps}} AND line NOT LIKE 'Async%'
+    SELECT host, device, step, max(last_end_ns) AS last_end_ns, sum(self_ns) AS busy_ns
+    FROM line_steps WHERE run_id = {{run_id}} AND step >= {{warmup_steps}} AND line NOT LIKE 'Async%'
     GROUP BY host, device, step
   ) o
   JOIN host_steps s ON s.host = o.host AND s.step = o.step

@@ -66,6 +66,15 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
                     if known.is_empty() { "none".to_string() } else { known.join(", ") }
                 )));
             }
+            // Its analyses would read a missing table as empty: wrong answers, not an error.
+            let missing = crate::store::Store::open(store).tables_missing(run_id);
+            if !missing.is_empty() {
+                return Err(SourceError::Query(QueryError(format!(
+                    "run {run_id:?} in {} has no {} table (ingested by an older profq): ingest its profile again with `--run-id {run_id} --force`",
+                    store.display(),
+                    missing.join(", ")
+                ))));
+            }
             let engine = Engine::open_with(store, spread).await.map_err(SourceError::Query)?;
             let sql = format!("SELECT source_path FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"));
             let batches = engine.sql(&sql).await.map_err(SourceError::Query)?;

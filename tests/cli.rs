@@ -137,6 +137,24 @@ fn a_killed_ingests_leftovers_are_invisible_and_cleaned() {
     assert_eq!(runs.len(), 1);
 }
 
+/// A run ingested before a table existed (its partition missing) is refused by analyses,
+/// which would read the table as empty, with the way out; ingesting it again with
+/// `--force` mends it.
+#[test]
+fn a_run_without_a_newer_table_is_refused_until_ingested_again() {
+    let store = temp_dir("older");
+    let input = xplane_of(&jax_cpu("host_bound_gappy"));
+    ingest(&store, &input, "old");
+    std::fs::remove_dir_all(store.join("line_steps/run_id=old")).unwrap();
+    let o = profq(&["summarize", "--run", "old", "--store", store_arg(&store)]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no line_steps table") && stderr(&o).contains("--run-id old --force"), "{}", stderr(&o));
+    let again = profq(&["ingest", input.to_str().unwrap(), "--store", store_arg(&store), "--run-id", "old", "--force"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let o = profq(&["summarize", "--run", "old", "--store", store_arg(&store)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// An analysis of an INPUT derives each part on its own thread while the next part decodes:
 /// with one plane per part (several parts in flight) the summary is the one of the profile
 /// decoded in one part.
@@ -210,6 +228,7 @@ fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
         "SELECT * EXCLUDE (run_id) FROM event_totals".to_string(),
         "SELECT * EXCLUDE (run_id) FROM op_totals".to_string(),
         "SELECT * EXCLUDE (run_id) FROM gap_totals".to_string(),
+        "SELECT * EXCLUDE (run_id) FROM line_steps".to_string(),
     ];
     for capture in [jax_cpu("transformer_lm"), jax_cpu("multi_device_dp"), jax_gpu("mlp_before"), jax_gpu("fused_kernels")] {
         let input = capture.to_str().unwrap();
@@ -233,8 +252,8 @@ fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
 }
 
 /// The same on a device plane with a `Steps` line, module events, collectives and setup ops
-/// across the window cuts: device steps' busy, compute and op counts, collectives' overlap
-/// and gaps' payloads equal those of the plane decoded whole.
+/// across the window cuts: device steps' busy, compute and op counts, collectives' overlap,
+/// gaps' payloads and the line's per-step sums equal those of the plane decoded whole.
 #[test]
 fn a_device_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
     use common::synth::*;
@@ -269,6 +288,7 @@ fn a_device_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
         "SELECT hlo_op, start_ns, overlapped_ns FROM collectives ORDER BY start_ns",
         "SELECT marker_op, payload_op, gap_start_ns, gap_ns FROM gaps ORDER BY gap_start_ns",
         "SELECT hlo_op, hlo_module, count, self_ns FROM op_totals ORDER BY hlo_op, hlo_module",
+        "SELECT * EXCLUDE (run_id) FROM line_steps ORDER BY line, step",
     ] {
         let (a, b) = (sql(&whole, check), sql(&windows, check));
         assert!(!a.is_empty(), "{check}");

@@ -306,6 +306,25 @@ fn every_shared_fixture_ingests() {
         &format!("SELECT {keys}, count(*) AS count, sum(gap_ns) AS gap_ns, max(gap_ns) AS max_gap_ns FROM gaps GROUP BY {keys}"),
         &format!("SELECT {keys}, sum(count) AS count, sum(gap_ns) AS gap_ns, max(max_gap_ns) AS max_gap_ns FROM gap_totals GROUP BY {keys}"),
     );
+    let keys = "run_id, host, device, line, step";
+    let same_key = ["run_id", "host", "device", "line"].map(|k| format!("o.{k} = g.{k}")).join(" AND ");
+    assert_same_rows(
+        &store,
+        "line_steps",
+        &format!(
+            "SELECT o.*, coalesce(g.gap_count, 0) AS gap_count, coalesce(g.gap_ns, 0) AS gap_ns, g.max_gap_ns
+             FROM (SELECT {keys}, count(*) AS op_count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, min(start_ns) AS first_start_ns,
+                          max(start_ns + dur_ns) AS last_end_ns
+                   FROM ops GROUP BY {keys}) o
+             LEFT JOIN (SELECT {keys}, count(*) AS gap_count, sum(gap_ns) AS gap_ns, max(gap_ns) AS max_gap_ns FROM gaps GROUP BY {keys}) g
+               ON {same_key} AND o.step IS NOT DISTINCT FROM g.step"
+        ),
+        &format!(
+            "SELECT {keys}, sum(op_count) AS op_count, sum(dur_ns) AS dur_ns, sum(self_ns) AS self_ns, min(first_start_ns) AS first_start_ns,
+                    max(last_end_ns) AS last_end_ns, sum(gap_count) AS gap_count, sum(gap_ns) AS gap_ns, max(max_gap_ns) AS max_gap_ns
+             FROM line_steps GROUP BY {keys}"
+        ),
+    );
     // shape_churn's compiles: the four jit_train_step programs all ran ops in the capture.
     if shared("jax_cpu/shape_churn").is_some() {
         let programs = sql(&store, "SELECT count(DISTINCT program_id) AS n FROM ops WHERE run_id = 'shape_churn' AND hlo_module = 'jit_train_step'");

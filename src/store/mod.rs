@@ -84,6 +84,12 @@ impl Store {
         self.partition("runs", run_id).join(PART_FILE).exists()
     }
 
+    /// Tables of the contract that a committed run has no partition of: a run ingested by a
+    /// profq older than one of them (each ingest writes every table, empty ones included).
+    pub fn tables_missing(&self, run_id: &str) -> Vec<&'static str> {
+        schema::TABLES.iter().map(|t| t.name).filter(|name| !self.partition(name, run_id).is_dir()).collect()
+    }
+
     /// Run ids with a committed `runs` partition, sorted.
     pub fn run_ids(&self) -> Vec<String> {
         let Ok(rd) = fs::read_dir(self.root.join("runs")) else { return vec![] };

@@ -1,7 +1,7 @@
 //! Which columns of the contract an in-memory analysis reads, so that its largest tables
 //! (`ops`, `gaps`) are built with those columns only.
 //!
-//! A summary of an INPUT reads 11 of the 37 columns of `ops` and `gaps`: building the others
+//! A summary of an INPUT read 11 of the 37 columns of `ops` and `gaps` (6 since `line_steps`): building the others
 //! cost ~9 % of its time and ~140 MB of its peak on a 411 MB XPlane (session 33). The engine
 //! finds the columns from the analysis' SQL before the decode starts
 //! ([`crate::engine::reads`]), and refuses any later statement that would read a column
@@ -57,6 +57,14 @@ impl ColumnsRead {
         match &self.only {
             None => true,
             Some(tables) => tables.get(table).is_some_and(|columns| columns.contains(column)),
+        }
+    }
+
+    /// Whether some statement may read a column of `table`.
+    pub fn reads_any(&self, table: &str) -> bool {
+        match &self.only {
+            None => true,
+            Some(tables) => tables.get(table).is_some_and(|columns| !columns.is_empty()),
         }
     }
 

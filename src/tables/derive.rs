@@ -651,6 +651,79 @@ impl GapTotal {
     }
 }
 
+/// A (host, device, line, step) of `line_steps`, in pool ids (step NULL_I64 outside steps).
+type LineStepKey = (u32, u32, u32, i64);
+
+/// The ops of a device-op line in one step, and the gaps before them, summed (a row of
+/// `line_steps`).
+#[derive(Clone, Debug)]
+pub struct LineStep {
+    pub host: u32,
+    pub device: u32,
+    pub line: u32,
+    /// NULL_I64 for ops outside every step.
+    pub step: i64,
+    pub op_count: i64,
+    pub dur_ns: i64,
+    pub self_ns: i64,
+    pub first_start_ns: i64,
+    pub last_end_ns: i64,
+    pub gap_count: i64,
+    pub gap_ns: i64,
+    /// NULL_I64 (below every gap) while there is no gap.
+    pub max_gap_ns: i64,
+}
+
+impl LineStep {
+    /// No ops and no gaps yet, under the key of `op`.
+    fn empty(op: &Op) -> LineStep {
+        LineStep {
+            host: op.host,
+            device: op.device,
+            line: op.line,
+            step: op.step,
+            op_count: 0,
+            dur_ns: 0,
+            self_ns: 0,
+            first_start_ns: i64::MAX,
+            last_end_ns: i64::MIN,
+            gap_count: 0,
+            gap_ns: 0,
+            max_gap_ns: NULL_I64,
+        }
+    }
+
+    fn key(&self) -> LineStepKey {
+        (self.host, self.device, self.line, self.step)
+    }
+
+    fn add_op(&mut self, op: &Op) {
+        self.op_count += 1;
+        self.dur_ns = self.dur_ns.saturating_add(op.dur_ns);
+        self.self_ns = self.self_ns.saturating_add(op.self_ns);
+        self.first_start_ns = self.first_start_ns.min(op.start_ns);
+        self.last_end_ns = self.last_end_ns.max(op.end_ns());
+    }
+
+    fn add_gap(&mut self, gap: &Gap) {
+        self.gap_count += 1;
+        self.gap_ns = self.gap_ns.saturating_add(gap.gap_ns);
+        self.max_gap_ns = self.max_gap_ns.max(gap.gap_ns);
+    }
+
+    /// Folds `other`'s ops and gaps into these (the same key).
+    fn add(&mut self, other: &LineStep) {
+        self.op_count += other.op_count;
+        self.dur_ns = self.dur_ns.saturating_add(other.dur_ns);
+        self.self_ns = self.self_ns.saturating_add(other.self_ns);
+        self.first_start_ns = self.first_start_ns.min(other.first_start_ns);
+        self.last_end_ns = self.last_end_ns.max(other.last_end_ns);
+        self.gap_count += other.gap_count;
+        self.gap_ns = self.gap_ns.saturating_add(other.gap_ns);
+        self.max_gap_ns = self.max_gap_ns.max(other.max_gap_ns);
+    }
+}
+
 /// Tables derived from one part of a run: the part's ops and what refers to them.
 pub struct PartDerived {
     pub strings: LocalStrings,
@@ -666,6 +739,8 @@ pub struct PartDerived {
     pub collectives: Vec<Collective>,
     /// Sorted by (line index, name id, op category).
     pub event_totals: Vec<EventTotal>,
+    /// In order of first op.
+    pub line_steps: Vec<LineStep>,
     /// First event_id of each chunk of the part.
     pub chunk_base: Vec<i64>,
 }
@@ -688,18 +763,26 @@ pub struct Handed {
 /// What [`Deriver::derive_from_ops`] makes of a part's final ops.
 struct FromOps {
     carried_ops: Vec<Op>,
-    op_totals: Vec<OpTotal>,
     gaps: Vec<Gap>,
-    gap_totals: Vec<GapTotal>,
     collectives: Vec<Collective>,
-    event_totals: Vec<EventTotal>,
+    totals: Totals,
     /// What [`WithGaps`] returned, if the gaps were handed to it.
     gaps_handed: Option<Result<(), String>>,
 }
 
+/// A part's tables summed per key, which the windows of a group of planes sum before they
+/// are written ([`WindowTotals`]).
+#[derive(Default)]
+struct Totals {
+    op_totals: Vec<OpTotal>,
+    gap_totals: Vec<GapTotal>,
+    event_totals: Vec<EventTotal>,
+    line_steps: Vec<LineStep>,
+}
+
 /// The tables made of a part's ops ([`crate::tables::part_tables`]), in the order both that
 /// and [`PartDerived::table_rows`] give them.
-pub const PART_TABLES: [&str; 6] = ["ops", "collectives", "gaps", "event_totals", "op_totals", "gap_totals"];
+pub const PART_TABLES: [&str; 7] = ["ops", "collectives", "gaps", "event_totals", "op_totals", "gap_totals", "line_steps"];
 
 /// Op `k` of a part: one of its own `ops`, or after them one carried from an earlier window.
 fn op_at<'a>(ops: &'a [Op], carried: &'a [Op], k: usize) -> &'a Op {
@@ -713,8 +796,16 @@ impl PartDerived {
     }
 
     /// The rows each of the part's tables ([`PART_TABLES`]) gets.
-    pub fn table_rows(&self) -> [(&'static str, usize); 6] {
-        let rows = [self.ops.len(), self.collectives.len(), self.gaps.len(), self.event_totals.len(), self.op_totals.len(), self.gap_totals.len()];
+    pub fn table_rows(&self) -> [(&'static str, usize); 7] {
+        let rows = [
+            self.ops.len(),
+            self.collectives.len(),
+            self.gaps.len(),
+            self.event_totals.len(),
+            self.op_totals.len(),
+            self.gap_totals.len(),
+            self.line_steps.len(),
+        ];
         std::array::from_fn(|k| (PART_TABLES[k], rows[k]))
     }
 }
@@ -819,6 +910,8 @@ struct WindowTotals {
     op_index: FxHashMap<OpTotalKey, usize>,
     gaps: Vec<(GapTotal, CarriedOp, CarriedOp)>,
     gap_index: FxHashMap<GapTotalKey, usize>,
+    lines: Vec<LineStep>,
+    line_index: FxHashMap<LineStepKey, usize>,
 }
 
 /// Adds `row` to `rows` under `key`: merged into the row already there, or as a new one.
@@ -839,7 +932,8 @@ type GapTotalKey = (u32, u32, u32, u32, u32, u32, Option<String>);
 
 impl WindowTotals {
     /// Adds a window's totals (`ops` and `carried` are its ops, `strings` its strings).
-    fn fold(&mut self, ops: &[Op], carried: &[Op], strings: &LocalStrings, op_totals: Vec<OpTotal>, gap_totals: Vec<GapTotal>, event_totals: Vec<EventTotal>) {
+    fn fold(&mut self, ops: &[Op], carried: &[Op], strings: &LocalStrings, totals: Totals) {
+        let Totals { op_totals, gap_totals, event_totals, line_steps } = totals;
         for t in event_totals {
             match self.events.entry((t.line_index, t.name, t.category, t.op_category)) {
                 std::collections::btree_map::Entry::Vacant(v) => {
@@ -864,11 +958,14 @@ impl WindowTotals {
             let key = (m.host, m.device, m.line, m.hlo_op, p.hlo_op, p.tf_op, payload.1.clone());
             fold_row(&mut self.gap_index, &mut self.gaps, key, (t, marker, payload), |(sum, ..), (t, ..)| sum.add(&t));
         }
+        for t in line_steps {
+            fold_row(&mut self.line_index, &mut self.lines, t.key(), t, |sum, t| sum.add(&t));
+        }
     }
 
     /// The summed totals, their example ops appended to `carried` (op `first + j` of the
     /// part, `first` being its own ops' count).
-    fn finish(self, first: usize, carried: &mut Vec<Op>, strings: &mut LocalStrings) -> (Vec<OpTotal>, Vec<GapTotal>, Vec<EventTotal>) {
+    fn finish(self, first: usize, carried: &mut Vec<Op>, strings: &mut LocalStrings) -> Totals {
         let mut land = |op: CarriedOp, carried: &mut Vec<Op>| {
             carried.push(landed_op(op, strings));
             first + carried.len() - 1
@@ -876,7 +973,7 @@ impl WindowTotals {
         let op_totals = self.ops.into_iter().map(|(t, op)| OpTotal { example: land(op, carried), ..t }).collect();
         let gap_totals =
             self.gaps.into_iter().map(|(t, marker, payload)| GapTotal { marker: land(marker, carried), payload: land(payload, carried), ..t }).collect();
-        (op_totals, gap_totals, self.events.into_values().collect())
+        Totals { op_totals, gap_totals, event_totals: self.events.into_values().collect(), line_steps: self.lines }
     }
 }
 
@@ -1112,9 +1209,10 @@ impl Deriver {
             (rest, beside.map(|b| b.join().unwrap_or_else(|_| Err("the thread given the part's ops panicked".to_string()))))
         });
         crate::timing::stage_done("    derive: gaps, totals, activity, regions", &mut clock);
-        let FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, gaps_handed } = rest;
+        let FromOps { carried_ops, gaps, collectives, totals, gaps_handed } = rest;
+        let Totals { op_totals, gap_totals, event_totals, line_steps } = totals;
         let handed = beside.map(|ops| Handed { ops, gaps: gaps_handed });
-        (PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, chunk_base }, handed)
+        (PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, line_steps, chunk_base }, handed)
     }
 
     /// What the part's final ops give (gaps, totals, collectives, step activity, regions,
@@ -1133,7 +1231,7 @@ impl Deriver {
         let mut carried_ops: Vec<Op> = std::mem::take(&mut gap_carry.markers).into_iter().map(|op| landed_op(op, strings)).collect();
         let last_window = capture.window.is_none_or(|w| w.last);
         let collective_carry = &mut std::mem::take(&mut self.windows.collectives);
-        let (((gaps, gap_totals, gaps_handed), event_totals), (collectives, op_totals)) = crate::work_queue::join(
+        let (((gaps, gap_totals, line_steps, gaps_handed), event_totals), (collectives, op_totals)) = crate::work_queue::join(
             || {
                 let gaps = find_gaps(capture, ops, carried_ops.len(), gap_carry, last_window);
                 // A whole part's gaps refer to its own ops alone: handed over at once, they are
@@ -1143,7 +1241,8 @@ impl Deriver {
                     _ => None,
                 };
                 let gap_totals = gap_totals(&gaps, |k| op_at(ops, &carried_ops, k));
-                ((gaps, gap_totals, handed), event_totals(capture, ops))
+                let line_steps = line_steps(ops, &gaps, |k| op_at(ops, &carried_ops, k));
+                ((gaps, gap_totals, line_steps, handed), event_totals(capture, ops))
             },
             || {
                 let collectives = collectives_of(ops, collective_carry, last_window);
@@ -1168,10 +1267,11 @@ impl Deriver {
         gap_carry.markers = markers.into_iter().map(|(_, k)| carried_op(op_at(ops, &carried_ops, k), strings)).collect();
         self.windows.gaps = std::mem::take(gap_carry);
         // A window's totals wait for its group's last window.
-        let (op_totals, gap_totals, event_totals) = match capture.window {
-            None => (op_totals, gap_totals, event_totals),
+        let totals = Totals { op_totals, gap_totals, event_totals, line_steps };
+        let totals = match capture.window {
+            None => totals,
             Some(window) => {
-                self.windows.totals.fold(ops, &carried_ops, strings, op_totals, gap_totals, event_totals);
+                self.windows.totals.fold(ops, &carried_ops, strings, totals);
                 if window.last {
                     std::mem::take(&mut self.windows.totals).finish(ops.len(), &mut carried_ops, strings)
                 } else {
@@ -1183,7 +1283,7 @@ impl Deriver {
         if last_window {
             self.windows = WindowCarry::default();
         }
-        FromOps { carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, gaps_handed }
+        FromOps { carried_ops, gaps, collectives, totals, gaps_handed }
     }
 
     /// Device steps of this part get their device's activity (a device's ops and its `Steps`
@@ -1710,6 +1810,38 @@ fn gap_totals<'a>(gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<GapTotal> {
         |k| GapTotal { marker: gaps[k].marker, payload: gaps[k].payload, count: 0, gap_ns: 0, max_gap_ns: i64::MIN },
         |t, gap| t.add(&GapTotal { marker: gap.marker, payload: gap.payload, count: 1, gap_ns: gap.gap_ns, max_gap_ns: gap.gap_ns }),
     )
+}
+
+/// `ops` and `gaps` summed per (host, device, line, step), the gaps under their marker op's,
+/// in order of first op.
+fn line_steps<'a>(ops: &[Op], gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<LineStep> {
+    let mut index: FxHashMap<LineStepKey, usize> = FxHashMap::default();
+    let mut rows: Vec<LineStep> = Vec::new();
+    // Ops come a line at a time in start order, so most share the previous op's row.
+    let mut last: Option<(LineStepKey, usize)> = None;
+    let mut row_of = |o: &Op, rows: &mut Vec<LineStep>| {
+        let key = (o.host, o.device, o.line, o.step);
+        match last {
+            Some((k, slot)) if k == key => slot,
+            _ => {
+                let slot = *index.entry(key).or_insert_with(|| {
+                    rows.push(LineStep::empty(o));
+                    rows.len() - 1
+                });
+                last = Some((key, slot));
+                slot
+            }
+        }
+    };
+    for o in ops {
+        let slot = row_of(o, &mut rows);
+        rows[slot].add_op(o);
+    }
+    for g in gaps {
+        let slot = row_of(op(g.marker), &mut rows);
+        rows[slot].add_gap(g);
+    }
+    rows
 }
 
 /// One row per distinct `key` of `items`, in order of first appearance: `start` makes a

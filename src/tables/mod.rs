@@ -95,7 +95,7 @@ pub fn events_batches(capture: &Capture, first_event_id: i64) -> Result<Vec<Reco
     .collect()
 }
 
-/// The tables made of a part's ops (`ops`, the largest, built beside the five others).
+/// The tables made of a part's ops (`ops`, the largest, built beside the others).
 pub fn part_tables(capture: &Capture, part: &derive::PartDerived, read: &ColumnsRead) -> Result<RunTables> {
     // One values array for every local-string column of the part's tables.
     let locals = &local_strings(part);
@@ -125,6 +125,7 @@ fn small_tables(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef
         ("event_totals", vec![event_totals_batch(capture, part)?]),
         ("op_totals", vec![op_totals_batch(capture, part, locals)?]),
         ("gap_totals", vec![gap_totals_batch(capture, part, locals)?]),
+        ("line_steps", vec![line_steps_batch(capture, part)?]),
     ]))
 }
 
@@ -825,8 +826,11 @@ impl GapColumns {
 /// The part's `gaps` batch, with the columns `read` reads (the others hold zeros, never read).
 fn gaps_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRef, read: &ColumnsRead) -> Result<RecordBatch> {
     let mut dict = DictEncoder::new(&capture.strings);
-    let mut c = GapColumns::with_capacity(d.gaps.len());
-    c.refill(d, &d.gaps);
+    // A summary reads no column of `gaps` (its gap analyses read `gap_totals` and
+    // `line_steps`): then its rows are only counted, never gathered.
+    let gathered = if read.reads_any("gaps") { &d.gaps[..] } else { &[] };
+    let mut c = GapColumns::with_capacity(gathered.len());
+    c.refill(d, gathered);
     let [host, device, line, marker_hlo_op, payload_hlo_op, payload_tf_op, payload_region_path] = c.ids;
     let [step, gap_start_ns, gap_ns, marker_event_id, payload_event_id] = c.ints;
     let mut columns = ReadColumns::of("gaps", read, d.gaps.len());
@@ -863,6 +867,28 @@ fn gap_totals_batch(capture: &Capture, d: &derive::PartDerived, locals: &ArrayRe
             i64s(t.iter().map(|x| x.count)),
             i64s(t.iter().map(|x| x.gap_ns)),
             i64s(t.iter().map(|x| x.max_gap_ns)),
+        ],
+    )
+}
+
+fn line_steps_batch(capture: &Capture, d: &derive::PartDerived) -> Result<RecordBatch> {
+    let mut dict = DictEncoder::new(&capture.strings);
+    let t = &d.line_steps;
+    batch(
+        "line_steps",
+        vec![
+            dict.encode(t.iter().map(|x| x.host)),
+            dict.encode(t.iter().map(|x| x.device)),
+            dict.encode(t.iter().map(|x| x.line)),
+            nullable_i64s(t.iter().map(|x| x.step)),
+            i64s(t.iter().map(|x| x.op_count)),
+            i64s(t.iter().map(|x| x.dur_ns)),
+            i64s(t.iter().map(|x| x.self_ns)),
+            i64s(t.iter().map(|x| x.first_start_ns)),
+            i64s(t.iter().map(|x| x.last_end_ns)),
+            i64s(t.iter().map(|x| x.gap_count)),
+            i64s(t.iter().map(|x| x.gap_ns)),
+            nullable_i64s(t.iter().map(|x| x.max_gap_ns)),
         ],
     )
 }

@@ -296,6 +296,24 @@ pub const TABLES: &[Table] = &[
             c("max_gap_ns", Int, false, "Longest gap."),
         ],
     },
+    Table {
+        name: "line_steps",
+        doc: "The ops and gaps tables summed per (host, device, line, step): one row per device-op line and step it ran ops in (step null for ops outside every step). Per-step device activity (stragglers, the largest idle gap of a step) reads this instead of every op; its sums equal the ops and gaps tables'. A key can repeat across the parts of a streamed ingest, so sum its rows.",
+        columns: &[
+            c("host", Name, false, "Host."),
+            c("device", Name, false, "Device, as in `ops.device`."),
+            c("line", Name, false, "Device-op line, as in `ops.line`."),
+            c("step", Int, true, "Step of the ops (`ops.step`, by op start) and of the gaps' marker ops."),
+            c("op_count", Int, false, "Ops."),
+            c("dur_ns", Int, false, "Summed op duration."),
+            c("self_ns", Int, false, "Summed op exclusive time."),
+            c("first_start_ns", Int, false, "Earliest op start."),
+            c("last_end_ns", Int, false, "Latest op end (start + duration)."),
+            c("gap_count", Int, false, "Gaps whose marker op is one of these ops."),
+            c("gap_ns", Int, false, "Summed idle time of those gaps."),
+            c("max_gap_ns", Int, true, "Longest of those gaps; null if there is none."),
+        ],
+    },
 ];
 
 pub fn table(name: &str) -> Option<&'static Table> {
