@@ -675,40 +675,41 @@ pub struct LineStep {
 }
 
 impl LineStep {
-    /// No ops and no gaps yet, under the key of `op`.
-    fn empty(op: &Op) -> LineStep {
+    /// One op, under its key.
+    fn of_op(op: &Op) -> LineStep {
         LineStep {
             host: op.host,
             device: op.device,
             line: op.line,
             step: op.step,
-            op_count: 0,
-            dur_ns: 0,
-            self_ns: 0,
-            first_start_ns: i64::MAX,
-            last_end_ns: i64::MIN,
+            op_count: 1,
+            dur_ns: op.dur_ns,
+            self_ns: op.self_ns,
+            first_start_ns: op.start_ns,
+            last_end_ns: op.end_ns(),
             gap_count: 0,
             gap_ns: 0,
             max_gap_ns: NULL_I64,
         }
     }
 
+    /// One gap, under its marker op's key (none of the ops: the marker is counted as an op).
+    fn of_gap(marker: &Op, gap: &Gap) -> LineStep {
+        LineStep {
+            op_count: 0,
+            dur_ns: 0,
+            self_ns: 0,
+            first_start_ns: i64::MAX,
+            last_end_ns: i64::MIN,
+            gap_count: 1,
+            gap_ns: gap.gap_ns,
+            max_gap_ns: gap.gap_ns,
+            ..LineStep::of_op(marker)
+        }
+    }
+
     fn key(&self) -> LineStepKey {
         (self.host, self.device, self.line, self.step)
-    }
-
-    fn add_op(&mut self, op: &Op) {
-        self.op_count += 1;
-        self.dur_ns = self.dur_ns.saturating_add(op.dur_ns);
-        self.self_ns = self.self_ns.saturating_add(op.self_ns);
-        self.first_start_ns = self.first_start_ns.min(op.start_ns);
-        self.last_end_ns = self.last_end_ns.max(op.end_ns());
-    }
-
-    fn add_gap(&mut self, gap: &Gap) {
-        self.gap_count += 1;
-        self.gap_ns = self.gap_ns.saturating_add(gap.gap_ns);
-        self.max_gap_ns = self.max_gap_ns.max(gap.gap_ns);
     }
 
     /// Folds `other`'s ops and gaps into these (the same key).
@@ -1817,29 +1818,21 @@ fn gap_totals<'a>(gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<GapTotal> {
 fn line_steps<'a>(ops: &[Op], gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<LineStep> {
     let mut index: FxHashMap<LineStepKey, usize> = FxHashMap::default();
     let mut rows: Vec<LineStep> = Vec::new();
-    // Ops come a line at a time in start order, so most share the previous op's row.
+    // Ops come a line at a time in start order, so most fold into the previous op's row.
     let mut last: Option<(LineStepKey, usize)> = None;
-    let mut row_of = |o: &Op, rows: &mut Vec<LineStep>| {
-        let key = (o.host, o.device, o.line, o.step);
-        match last {
-            Some((k, slot)) if k == key => slot,
-            _ => {
-                let slot = *index.entry(key).or_insert_with(|| {
-                    rows.push(LineStep::empty(o));
-                    rows.len() - 1
-                });
-                last = Some((key, slot));
-                slot
-            }
+    let mut fold = |row: LineStep, rows: &mut Vec<LineStep>| match last {
+        Some((key, slot)) if key == row.key() => rows[slot].add(&row),
+        _ => {
+            let key = row.key();
+            fold_row(&mut index, rows, key, row, |sum, row| sum.add(&row));
+            last = Some((key, index[&key]));
         }
     };
     for o in ops {
-        let slot = row_of(o, &mut rows);
-        rows[slot].add_op(o);
+        fold(LineStep::of_op(o), &mut rows);
     }
     for g in gaps {
-        let slot = row_of(op(g.marker), &mut rows);
-        rows[slot].add_gap(g);
+        fold(LineStep::of_gap(op(g.marker), g), &mut rows);
     }
     rows
 }
