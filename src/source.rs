@@ -58,8 +58,9 @@ pub async fn open(source: &Source, spread: Spread) -> Result<Opened, SourceError
 pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Statement>) -> Result<Opened, SourceError> {
     match source {
         Source::Run { store, run_id } => {
-            if !crate::store::Store::open(store).run_exists(run_id) {
-                let known = crate::store::Store::open(store).run_ids();
+            let stored = crate::store::Store::open(store);
+            if !stored.run_exists(run_id) {
+                let known = stored.run_ids();
                 return Err(SourceError::NoRun(format!(
                     "no run {run_id:?} in {} (runs: {})",
                     store.display(),
@@ -67,7 +68,7 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
                 )));
             }
             // Its analyses would read a missing table as empty: wrong answers, not an error.
-            let missing = crate::store::Store::open(store).tables_missing(run_id);
+            let missing = stored.tables_missing(run_id);
             if !missing.is_empty() {
                 return Err(SourceError::Query(QueryError(format!(
                     "run {run_id:?} in {} has no {} table (ingested by an older profq): ingest its profile again with `--run-id {run_id} --force`",

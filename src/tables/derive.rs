@@ -916,12 +916,17 @@ struct WindowTotals {
 }
 
 /// Adds `row` to `rows` under `key`: merged into the row already there, or as a new one.
-fn fold_row<K: std::hash::Hash + Eq, R>(index: &mut FxHashMap<K, usize>, rows: &mut Vec<R>, key: K, row: R, merge: impl FnOnce(&mut R, R)) {
+/// Returns the row's position in `rows`.
+fn fold_row<K: std::hash::Hash + Eq, R>(index: &mut FxHashMap<K, usize>, rows: &mut Vec<R>, key: K, row: R, merge: impl FnOnce(&mut R, R)) -> usize {
     match index.get(&key) {
-        Some(&j) => merge(&mut rows[j], row),
+        Some(&j) => {
+            merge(&mut rows[j], row);
+            j
+        }
         None => {
             index.insert(key, rows.len());
             rows.push(row);
+            rows.len() - 1
         }
     }
 }
@@ -1824,8 +1829,7 @@ fn line_steps<'a>(ops: &[Op], gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec
         Some((key, slot)) if key == row.key() => rows[slot].add(&row),
         _ => {
             let key = row.key();
-            fold_row(&mut index, rows, key, row, |sum, row| sum.add(&row));
-            last = Some((key, index[&key]));
+            last = Some((key, fold_row(&mut index, rows, key, row, |sum, row| sum.add(&row))));
         }
     };
     for o in ops {
