@@ -515,8 +515,8 @@ impl EventChunk {
         self.arg_offsets.reserve(n);
     }
 
-    /// Room for `args` more args of `value_bytes` text in all: made once, where the caller
-    /// can bound them, rather than by doubling (each doubling copies and touches fresh pages).
+    /// Room for `args` more args of `value_bytes` text in all, made once where the caller
+    /// can tell how many are likely: doubling up to it would copy them at each step.
     pub fn reserve_args(&mut self, args: usize, value_bytes: usize) {
         self.arg_key.reserve(args);
         self.arg_value_offsets.reserve(args);
