@@ -574,6 +574,43 @@ pub fn chunk_bases(capture: &Capture, first: i64) -> Vec<i64> {
     bases
 }
 
+/// Spans (events or ops) summed: how many, their summed duration and self time, the earliest
+/// start and the latest end.
+#[derive(Clone, Copy, Debug)]
+pub struct SpanSums {
+    pub count: i64,
+    pub dur_ns: i64,
+    pub self_ns: i64,
+    /// i64::MAX while there is no span.
+    pub first_start_ns: i64,
+    /// i64::MIN while there is no span.
+    pub last_end_ns: i64,
+}
+
+impl SpanSums {
+    /// No span.
+    pub const NONE: SpanSums = SpanSums { count: 0, dur_ns: 0, self_ns: 0, first_start_ns: i64::MAX, last_end_ns: i64::MIN };
+
+    /// Adds one span.
+    #[inline]
+    fn push(&mut self, start_ns: i64, dur_ns: i64, self_ns: i64) {
+        self.count += 1;
+        self.dur_ns = self.dur_ns.saturating_add(dur_ns);
+        self.self_ns = self.self_ns.saturating_add(self_ns);
+        self.first_start_ns = self.first_start_ns.min(start_ns);
+        self.last_end_ns = self.last_end_ns.max(start_ns.saturating_add(dur_ns));
+    }
+
+    /// Folds `other`'s spans into these.
+    fn add(&mut self, other: &SpanSums) {
+        self.count += other.count;
+        self.dur_ns = self.dur_ns.saturating_add(other.dur_ns);
+        self.self_ns = self.self_ns.saturating_add(other.self_ns);
+        self.first_start_ns = self.first_start_ns.min(other.first_start_ns);
+        self.last_end_ns = self.last_end_ns.max(other.last_end_ns);
+    }
+}
+
 /// Events of one (line, name, category, op category) summed (a row of `event_totals`).
 #[derive(Clone, Debug)]
 pub struct EventTotal {
@@ -583,22 +620,7 @@ pub struct EventTotal {
     /// The events' own category (trace JSON `cat`), NO_STR when they have none.
     pub category: u32,
     pub op_category: Option<&'static str>,
-    pub count: i64,
-    pub dur_ns: i64,
-    pub self_ns: i64,
-    pub first_start_ns: i64,
-    pub last_end_ns: i64,
-}
-
-impl EventTotal {
-    /// Folds `other`'s events into these (the same key).
-    fn add(&mut self, other: &EventTotal) {
-        self.count += other.count;
-        self.dur_ns = self.dur_ns.saturating_add(other.dur_ns);
-        self.self_ns = self.self_ns.saturating_add(other.self_ns);
-        self.first_start_ns = self.first_start_ns.min(other.first_start_ns);
-        self.last_end_ns = self.last_end_ns.max(other.last_end_ns);
-    }
+    pub events: SpanSums,
 }
 
 /// A distinct op of a device summed over its executions (a row of `op_totals`).
@@ -663,11 +685,7 @@ pub struct LineStep {
     pub line: u32,
     /// NULL_I64 for ops outside every step.
     pub step: i64,
-    pub op_count: i64,
-    pub dur_ns: i64,
-    pub self_ns: i64,
-    pub first_start_ns: i64,
-    pub last_end_ns: i64,
+    pub ops: SpanSums,
     pub gap_count: i64,
     pub gap_ns: i64,
     /// NULL_I64 (below every gap) while there is no gap.
@@ -675,37 +693,21 @@ pub struct LineStep {
 }
 
 impl LineStep {
+    /// No op or gap, under `op`'s key.
+    fn keyed_by(op: &Op) -> LineStep {
+        LineStep { host: op.host, device: op.device, line: op.line, step: op.step, ops: SpanSums::NONE, gap_count: 0, gap_ns: 0, max_gap_ns: NULL_I64 }
+    }
+
     /// One op, under its key.
     fn of_op(op: &Op) -> LineStep {
-        LineStep {
-            host: op.host,
-            device: op.device,
-            line: op.line,
-            step: op.step,
-            op_count: 1,
-            dur_ns: op.dur_ns,
-            self_ns: op.self_ns,
-            first_start_ns: op.start_ns,
-            last_end_ns: op.end_ns(),
-            gap_count: 0,
-            gap_ns: 0,
-            max_gap_ns: NULL_I64,
-        }
+        let mut row = LineStep::keyed_by(op);
+        row.ops.push(op.start_ns, op.dur_ns, op.self_ns);
+        row
     }
 
     /// One gap, under its marker op's key (none of the ops: the marker is counted as an op).
     fn of_gap(marker: &Op, gap: &Gap) -> LineStep {
-        LineStep {
-            op_count: 0,
-            dur_ns: 0,
-            self_ns: 0,
-            first_start_ns: i64::MAX,
-            last_end_ns: i64::MIN,
-            gap_count: 1,
-            gap_ns: gap.gap_ns,
-            max_gap_ns: gap.gap_ns,
-            ..LineStep::of_op(marker)
-        }
+        LineStep { gap_count: 1, gap_ns: gap.gap_ns, max_gap_ns: gap.gap_ns, ..LineStep::keyed_by(marker) }
     }
 
     fn key(&self) -> LineStepKey {
@@ -714,11 +716,7 @@ impl LineStep {
 
     /// Folds `other`'s ops and gaps into these (the same key).
     fn add(&mut self, other: &LineStep) {
-        self.op_count += other.op_count;
-        self.dur_ns = self.dur_ns.saturating_add(other.dur_ns);
-        self.self_ns = self.self_ns.saturating_add(other.self_ns);
-        self.first_start_ns = self.first_start_ns.min(other.first_start_ns);
-        self.last_end_ns = self.last_end_ns.max(other.last_end_ns);
+        self.ops.add(&other.ops);
         self.gap_count += other.gap_count;
         self.gap_ns = self.gap_ns.saturating_add(other.gap_ns);
         self.max_gap_ns = self.max_gap_ns.max(other.max_gap_ns);
@@ -945,7 +943,7 @@ impl WindowTotals {
                 std::collections::btree_map::Entry::Vacant(v) => {
                     v.insert(t);
                 }
-                std::collections::btree_map::Entry::Occupied(mut o) => o.get_mut().add(&t),
+                std::collections::btree_map::Entry::Occupied(mut o) => o.get_mut().events.add(&t.events),
             }
         }
         let op = |k: usize| op_at(ops, carried, k);
@@ -1260,7 +1258,8 @@ impl Deriver {
             },
         );
         for t in &event_totals {
-            self.span = Some(self.span.map_or((t.first_start_ns, t.last_end_ns), |(lo, hi)| (lo.min(t.first_start_ns), hi.max(t.last_end_ns))));
+            let e = &t.events;
+            self.span = Some(self.span.map_or((e.first_start_ns, e.last_end_ns), |(lo, hi)| (lo.min(e.first_start_ns), hi.max(e.last_end_ns))));
         }
         // The markers of gaps still pending go on with the text of their local strings.
         let mut marker_index: FxHashMap<usize, usize> = FxHashMap::default();
@@ -1891,17 +1890,7 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
                 Some(k) => k,
                 None => {
                     let k = *index.entry((line, name, category, op_category_key)).or_insert_with(|| {
-                        let total = EventTotal {
-                            line_index: line,
-                            name,
-                            category,
-                            op_category,
-                            count: 0,
-                            dur_ns: 0,
-                            self_ns: 0,
-                            first_start_ns: i64::MAX,
-                            last_end_ns: i64::MIN,
-                        };
+                        let total = EventTotal { line_index: line, name, category, op_category, events: SpanSums::NONE };
                         rows.push((total, op_category_key));
                         rows.len() - 1
                     });
@@ -1914,13 +1903,7 @@ fn event_totals(capture: &Capture, ops: &[Op]) -> Vec<EventTotal> {
                     k
                 }
             };
-            let (start, dur) = (chunk.start_ns[i], chunk.dur_ns[i]);
-            let t = &mut rows[row].0;
-            t.count += 1;
-            t.dur_ns = t.dur_ns.saturating_add(dur);
-            t.self_ns = t.self_ns.saturating_add(chunk.self_ns[i]);
-            t.first_start_ns = t.first_start_ns.min(start);
-            t.last_end_ns = t.last_end_ns.max(start.saturating_add(dur));
+            rows[row].0.events.push(chunk.start_ns[i], chunk.dur_ns[i], chunk.self_ns[i]);
         }
     }
     let mut rows: Vec<EventTotal> = rows.into_iter().map(|(t, _)| t).collect();
