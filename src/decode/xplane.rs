@@ -128,7 +128,34 @@ impl OwnedStat {
 /// Plane-level decoding context shared read-only by the line workers.
 struct PlaneCtx {
     stats: IdMap<StatInfo>,
+    /// The plane's [`Role::Skip`] stats, dropped as their events are read.
+    skips: StatSkips,
     events: IdMap<EventMeta>,
+}
+
+/// The stats [`read_event`] drops on sight by their metadata id, when it is below 128 (one byte:
+/// every producer numbers stat metadata from 1 and writes the id first). Most stats of a CPU
+/// capture are flow ids and `_src` files that a summary does not read: dropped there, they are
+/// neither kept as slices nor looked up again (the 41 MB bench file: 2.4 M of its 3.3 M stats,
+/// 5 % of the instructions of its summary, session 39).
+struct StatSkips([bool; 128]);
+
+impl StatSkips {
+    const NONE: StatSkips = StatSkips([false; 128]);
+    /// For a reader of the events' times only.
+    const ALL: StatSkips = StatSkips([true; 128]);
+
+    fn of(stats: &IdMap<StatInfo>) -> Self {
+        StatSkips(std::array::from_fn(|id| stats.get(id as i64).is_some_and(|info| info.role == Role::Skip)))
+    }
+
+    #[inline]
+    fn drops(&self, stat: &[u8]) -> bool {
+        match *stat {
+            [0x08, id, ..] if id < 0x80 => self.0[id as usize],
+            _ => false,
+        }
+    }
 }
 
 /// A line whose events are to be decoded: its bytes (at file offset `base`), how many events
@@ -588,7 +615,7 @@ fn walk_events(job: &LineJob, read: &Release<'_>, mut each: impl FnMut(usize, i6
     for e in 0..job.events.count {
         let (ev, off) = next_event_field(&mut fields)?;
         extra.clear();
-        let (head, _) = read_event(ev, off, &mut inline, &mut extra)?;
+        let (head, _) = read_event(ev, off, &mut inline, &mut extra, &StatSkips::ALL)?;
         if !head.aggregated {
             let (start, end) = event_span_ns(job.timestamp_ns, head.offset_ps, head.dur_ps);
             each(e, start, end);
@@ -799,7 +826,7 @@ fn prepare_planes<'a>(
 
         // Lines: headers and events' bytes once every plane's metadata is read.
         pending_lines.extend(line_slices.into_iter().map(|(bytes, off)| (plane_index, ctxs.len(), bytes, off)));
-        ctxs.push(PlaneCtx { stats, events });
+        ctxs.push(PlaneCtx { skips: StatSkips::of(&stats), stats, events });
     }
 
     // The lines are split into events on every worker (a CPU line can hold most of a file's
@@ -1258,15 +1285,21 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
         for _ in range {
             let (ev, ev_offset) = next_event()?;
             extra_stats.clear();
-            let (EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats) = read_event(ev, ev_offset, &mut stat_slices, &mut extra_stats)?;
+            let (EventHead { meta_id, offset_ps, dur_ps, aggregated }, mut nstats) = read_event(ev, ev_offset, &mut stat_slices, &mut extra_stats, &ctx.skips)?;
             if aggregated {
                 continue;
             }
             let (start, end) = event_span_ns(job.timestamp_ns, offset_ps, dur_ps);
             let meta = ctx.events.get(meta_id);
+            // An event that keeps every arg keeps the skipped ones too: read again without
+            // dropping any (compile and transfer events, a few a file).
+            let every_arg = meta.is_some_and(|m| m.every_arg);
+            if every_arg {
+                extra_stats.clear();
+                nstats = read_event(ev, ev_offset, &mut stat_slices, &mut extra_stats, &StatSkips::NONE)?.1;
+            }
             let i = chunk.push_event(job.line_index, meta.map_or(NO_STR, |m| m.name), meta.map_or(NO_STR, |m| m.display_name), NO_STR, start, end - start);
             seen.clear();
-            let every_arg = meta.is_some_and(|m| m.every_arg);
             let role_for_event = |info: StatInfo| if every_arg && info.role == Role::Skip { StatInfo { role: info.kept_as, ..info } } else { info };
             let inline = &stat_slices[..nstats.min(16)];
             for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
@@ -1333,11 +1366,17 @@ struct EventHead {
 }
 
 /// Reads an XEvent: its scalar fields, and its stats' bytes (the first 16 into `inline`, the
-/// rest into `extra`); returns the head and the number of stats. Events are read a million
-/// times a file, so the usual one-byte keys are matched directly; anything else is read
-/// again field by field, which also reports malformed bytes.
+/// rest into `extra`) but those `skips` drops; returns the head and the number of stats kept.
+/// Events are read a million times a file, so the usual one-byte keys are matched directly;
+/// anything else is read again field by field, which also reports malformed bytes.
 #[inline]
-fn read_event<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>) -> Result<(EventHead, usize)> {
+fn read_event<'a>(
+    ev: &'a [u8],
+    base: usize,
+    inline: &mut [(&'a [u8], usize); 16],
+    extra: &mut Vec<(&'a [u8], usize)>,
+    skips: &StatSkips,
+) -> Result<(EventHead, usize)> {
     let mut nstats = 0;
     // Producers write the fields in field-number order, so each key is tested in turn: a
     // chain of branches that always go the same way (a `match` on the key jumps through a
@@ -1347,19 +1386,27 @@ fn read_event<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16
     let mut scalar = |key| fields.next_varint_keyed(key).map_or(0, |v| v as i64);
     let (meta_id, offset_ps, dur_ps) = (scalar(0x08), scalar(0x10), scalar(0x18));
     while let Some((stat, off)) = fields.next_bytes_keyed(0x22) {
-        push_stat(inline, extra, stat, off, &mut nstats);
+        if !skips.drops(stat) {
+            push_stat(inline, extra, stat, off, &mut nstats);
+        }
     }
     let aggregated = fields.next_varint_keyed(0x28).is_some();
     if fields.at_end() {
         return Ok((EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats));
     }
     extra.clear();
-    read_event_fields(ev, base, inline, extra)
+    read_event_fields(ev, base, inline, extra, skips)
 }
 
 /// [`read_event`] field by field, in any order (the last of a repeated scalar wins), with an
 /// error for malformed bytes.
-fn read_event_fields<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>) -> Result<(EventHead, usize)> {
+fn read_event_fields<'a>(
+    ev: &'a [u8],
+    base: usize,
+    inline: &mut [(&'a [u8], usize); 16],
+    extra: &mut Vec<(&'a [u8], usize)>,
+    skips: &StatSkips,
+) -> Result<(EventHead, usize)> {
     let mut head = EventHead::default();
     let mut nstats = 0;
     let mut f = Fields::with_base(ev, base);
@@ -1368,7 +1415,7 @@ fn read_event_fields<'a>(ev: &'a [u8], base: usize, inline: &mut [(&'a [u8], usi
             1 => head.meta_id = value.as_i64(),
             2 => head.offset_ps = value.as_i64(),
             3 => head.dur_ps = value.as_i64(),
-            4 => push_stat(inline, extra, value.as_bytes(), off, &mut nstats),
+            4 if !skips.drops(value.as_bytes()) => push_stat(inline, extra, value.as_bytes(), off, &mut nstats),
             5 => head.aggregated = true,
             _ => {}
         }
@@ -1530,12 +1577,18 @@ mod tests {
         let mut encodings = vec![usual.clone(), [&usual[..], &[0x28, 3]].concat(), vec![0x28, 1, 0x08, 2], vec![0x18, 5, 0x10, 4, 0x08, 3]];
         // Repeated scalars (the last wins), a stat between them, an unknown field, a bad length.
         encodings.extend([vec![0x08, 1, 0x22, 0, 0x08, 2, 0x10, 7], vec![0x08, 1, 0x30, 9, 0x22, 0], vec![0x08, 1, 0x22, 9, 0x08]]);
-        for bytes in &encodings {
+        // Dropping no stat, and every third one by its id.
+        let some = StatSkips(std::array::from_fn(|id| id % 3 == 0));
+        for (bytes, skips) in encodings.iter().flat_map(|b| [(b, &StatSkips::NONE), (b, &some)]) {
             for end in 0..=bytes.len() {
                 let ev = &bytes[..end];
                 let read = |fields_only: bool| {
                     let (mut inline, mut extra) = ([(&[][..], 0); 16], Vec::new());
-                    let got = if fields_only { read_event_fields(ev, 100, &mut inline, &mut extra) } else { read_event(ev, 100, &mut inline, &mut extra) };
+                    let got = if fields_only {
+                        read_event_fields(ev, 100, &mut inline, &mut extra, skips)
+                    } else {
+                        read_event(ev, 100, &mut inline, &mut extra, skips)
+                    };
                     got.map(|(h, n)| format!("{} {} {} {} {n} {:?} {:?}", h.meta_id, h.offset_ps, h.dur_ps, h.aggregated, &inline[..n.min(16)], extra))
                         .map_err(|e| e.to_string())
                 };
