@@ -595,6 +595,7 @@ impl EventChunk {
     }
     /// Appends an event with no stats yet (typed stats null, no args); returns its index.
     /// Stats are then set on the returned index and the event closed with `end_args`.
+    #[inline(always)]
     pub fn push_event(&mut self, line: u32, name: u32, display_name: u32, category: u32, start_ns: i64, dur_ns: i64) -> usize {
         let i = self.len();
         let capacity = self.capacity();

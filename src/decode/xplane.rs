@@ -1369,7 +1369,7 @@ struct EventHead {
 /// rest into `extra`) but those `skips` drops; returns the head and the number of stats kept.
 /// Events are read a million times a file, so the usual one-byte keys are matched directly;
 /// anything else is read again field by field, which also reports malformed bytes.
-#[inline]
+#[inline(always)]
 fn read_event<'a>(
     ev: &'a [u8],
     base: usize,
