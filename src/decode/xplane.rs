@@ -1242,11 +1242,17 @@ fn write_value(v: StatValue, pool: &StringPool, out: &mut String) {
     }
 }
 
-/// `ps_to_ns(timestamp_ns × 1000 + offset_ps)` and the same of `+ dur_ps`, in i64 when nothing
-/// overflows (relative times of real captures), else in i128.
+/// `ps_to_ns(timestamp_ns × 1000 + offset_ps)` and the same of `+ dur_ps`: in u64 when every
+/// term is ≥ 0 and small enough that nothing overflows (relative times of real captures; an
+/// unsigned division by 1000 is a multiplication), else in i64, else in i128.
 #[inline]
 fn event_span_ns(timestamp_ns: i64, offset_ps: i64, dur_ps: i64) -> (i64, i64) {
     let dur_ps = dur_ps.max(0);
+    if (0..1 << 52).contains(&timestamp_ns) && (0..1 << 60).contains(&offset_ps) && dur_ps < 1 << 60 {
+        // Below 2^62 + 2^60 + 2^60 + 500 < 2^63.
+        let start_ps = timestamp_ns as u64 * 1000 + offset_ps as u64;
+        return (((start_ps + 500) / 1000) as i64, ((start_ps + dur_ps as u64 + 500) / 1000) as i64);
+    }
     let start_ps = timestamp_ns.checked_mul(1000).and_then(|t| t.checked_add(offset_ps));
     match start_ps.and_then(|s| Some((s.checked_add(500)?, s.checked_add(dur_ps)?.checked_add(500)?))) {
         Some((start, end)) => (start.div_euclid(1000), end.div_euclid(1000)),
@@ -1601,7 +1607,8 @@ mod tests {
     fn event_spans_round_like_the_wide_path() {
         let cases =
             [(0, 0, 0), (5, 499, 1), (5, 500, 499), (-3, -1501, 2500), (1 << 40, 123_456, 7_890), (i64::MAX / 1000, 999, i64::MAX), (i64::MIN / 999, -5, 3)];
-        for (t, off, dur) in cases {
+        let edges = [((1 << 52) - 1, (1 << 60) - 1, (1 << 60) - 1), (1 << 52, 0, 0), (7, 1 << 60, 5), (7, 5, 1 << 60), (7, -1, 5), (7, 5, -9)];
+        for (t, off, dur) in cases.into_iter().chain(edges) {
             let wide = t as i128 * 1000 + off as i128;
             assert_eq!(event_span_ns(t, off, dur), (ps_to_ns(wide), ps_to_ns(wide + dur.max(0) as i128)), "{t} {off} {dur}");
         }
