@@ -252,6 +252,28 @@ fn long_varint_at(buf: &[u8], pos: &mut usize) -> Option<u64> {
     Some(v)
 }
 
+/// The varint that is all of `buf[from..]`, as a message's last field is (a stat's value):
+/// None when those bytes are not exactly one varint. Fewer than 8 bytes are left there, so
+/// it is read a byte at a time, without the 8-byte read of [`varint_at`] or its fallback.
+#[inline]
+pub fn last_varint(buf: &[u8], from: usize) -> Option<u64> {
+    let bytes = buf.get(from..)?;
+    let mut value = 0u64;
+    for (k, &byte) in bytes.iter().enumerate() {
+        if k == 9 && byte > 1 {
+            return None;
+        }
+        value |= ((byte & 0x7f) as u64) << (7 * k);
+        if byte < 0x80 {
+            return (k + 1 == bytes.len()).then_some(value);
+        }
+        if k == 9 {
+            return None;
+        }
+    }
+    None
+}
+
 /// The value of field 1 when a message starts with it as a varint (how every producer
 /// writes an XStat's metadata id), read without checking the rest of the message; `pos`
 /// is left after it.
@@ -337,6 +359,26 @@ mod tests {
                 assert_eq!(pos, encoded.len());
             }
             assert_eq!(varint_at(&encoded[..encoded.len() - 1], &mut 0), None, "{v} truncated");
+        }
+    }
+
+    #[test]
+    fn a_last_varint_reads_like_varint_at_to_the_end() {
+        let mut cases: Vec<Vec<u8>> = (0..64)
+            .map(|b| 1u64 << b)
+            .chain([0, 127, 300, u64::MAX])
+            .map(|v| {
+                let mut encoded = vec![0x38];
+                prost::encoding::encode_varint(v, &mut encoded);
+                encoded
+            })
+            .collect();
+        cases.extend([vec![0x38], vec![0x38, 0x80], vec![0x38, 5, 6], vec![0x38, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]]);
+        cases.push([&[0x38][..], &[0xff; 10], &[0x01]].concat());
+        for bytes in cases {
+            let mut pos = 1;
+            let whole = varint_at(&bytes, &mut pos).filter(|_| pos == bytes.len());
+            assert_eq!(last_varint(&bytes, 1), whole, "{bytes:?}");
         }
     }
 

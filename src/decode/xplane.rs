@@ -8,7 +8,7 @@
 //! preserved.
 
 use super::hlo::index_hlo_proto;
-use super::wire::{leading_field1_varint, varint_at, Fields, Value, WireError};
+use super::wire::{last_varint, leading_field1_varint, varint_at, Fields, Value, WireError};
 use crate::model::*;
 use std::collections::HashMap;
 
@@ -1125,14 +1125,12 @@ fn usual_stat<'a>(b: &'a [u8], ref_name: &impl Fn(i64) -> u32) -> Option<(i64, S
 /// ref = 7), `pos` being where the value's key is: the key byte and the raw bits. None for
 /// any other layout.
 #[inline]
-fn usual_varint_value(b: &[u8], mut pos: usize) -> Option<(u8, u64)> {
+fn usual_varint_value(b: &[u8], pos: usize) -> Option<(u8, u64)> {
     let key = *b.get(pos)?;
     if !matches!(key, 0x18 | 0x20 | 0x38) {
         return None;
     }
-    pos += 1;
-    let raw = varint_at(b, &mut pos)?;
-    (pos == b.len()).then_some((key, raw))
+    Some((key, last_varint(b, pos + 1)?))
 }
 
 /// Sets event `i`'s typed column of `role` from a varint value as [`apply_stat`] would: a
