@@ -375,12 +375,6 @@ impl<T: Nullable> SparseColumn<T> {
 /// them (`open_before`): its events nest under them, and their own self times were known
 /// when they were written.
 pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32, open_before: &OpenBefore) {
-    for c in chunks.iter_mut() {
-        let n = c.len();
-        c.self_ns = c.dur_ns.clone();
-        c.depth = vec![0; n];
-        c.parent = vec![NO_PARENT; n];
-    }
     /// An open event: its end, where it is (chunk, index) and its position in the part.
     struct Open {
         end: i64,
@@ -392,8 +386,14 @@ pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32, open_before: &
     let mut current_line = u32::MAX;
     let mut position = first_position;
     for ci in 0..chunks.len() {
-        for i in 0..chunks[ci].len() {
-            let c = &chunks[ci];
+        let (earlier, rest) = chunks.split_at_mut(ci);
+        let c = &mut rest[0];
+        let n = c.len();
+        // A parent comes before its children, so its self time is in place (its duration)
+        // before a child takes its own off: the three columns are written in one pass, with
+        // no copy or fill of them first.
+        let (mut self_ns, mut depth, mut parent) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for i in 0..n {
             if c.line[i] != current_line {
                 current_line = c.line[i];
                 stack.clear();
@@ -406,19 +406,25 @@ pub fn nest_lines(chunks: &mut [EventChunk], first_position: u32, open_before: &
             while stack.last().is_some_and(|top| !encloses(top.end, start, end)) {
                 stack.pop();
             }
-            if let Some(top) = stack.last() {
-                let (parent, depth) = (top.position, stack.len() as u32);
-                let (tc, ti) = (top.chunk, top.index);
-                if tc != usize::MAX {
-                    chunks[tc].self_ns[ti] = chunks[tc].self_ns[ti].saturating_sub(dur);
+            let (parent_position, event_depth) = match stack.last() {
+                Some(top) => {
+                    if top.chunk == ci {
+                        self_ns[top.index] = i64::saturating_sub(self_ns[top.index], dur);
+                    } else if top.chunk != usize::MAX {
+                        let slot = &mut earlier[top.chunk].self_ns[top.index];
+                        *slot = slot.saturating_sub(dur);
+                    }
+                    (top.position, stack.len() as u32)
                 }
-                let c = &mut chunks[ci];
-                c.parent[i] = parent;
-                c.depth[i] = depth;
-            }
+                None => (NO_PARENT, 0),
+            };
+            self_ns.push(dur);
+            depth.push(event_depth);
+            parent.push(parent_position);
             stack.push(Open { end, chunk: ci, index: i, position });
             position += 1;
         }
+        (c.self_ns, c.depth, c.parent) = (self_ns, depth, parent);
     }
     for c in chunks.iter_mut() {
         for v in c.self_ns.iter_mut() {

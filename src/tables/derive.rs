@@ -1949,8 +1949,36 @@ pub fn pool_ids(pool: &StringPool) -> PoolIds {
     PoolIds { name, hlo_category, flops, bytes_accessed, source, device_duration_ps }
 }
 
-fn arg(chunk: &EventChunk, i: usize, key: u32) -> Option<&str> {
-    chunk.args_of(i).find(|&j| chunk.arg_key[j] == key).map(|j| chunk.arg_value(j))
+/// The args [`make_op`] reads of an event (the first of each key), found in one pass over the
+/// event's args rather than one per key.
+#[derive(Default)]
+struct OpArgs<'c> {
+    name: Option<&'c str>,
+    hlo_category: Option<&'c str>,
+    flops: Option<&'c str>,
+    bytes_accessed: Option<&'c str>,
+    source: Option<&'c str>,
+    device_duration_ps: Option<&'c str>,
+}
+
+impl<'c> OpArgs<'c> {
+    fn of(chunk: &'c EventChunk, i: usize, ids: &PoolIds) -> Self {
+        let mut args = OpArgs::default();
+        for j in chunk.args_of(i) {
+            let key = chunk.arg_key[j];
+            let slot = match key {
+                k if k == ids.name => &mut args.name,
+                k if k == ids.hlo_category => &mut args.hlo_category,
+                k if k == ids.flops => &mut args.flops,
+                k if k == ids.bytes_accessed => &mut args.bytes_accessed,
+                k if k == ids.source => &mut args.source,
+                k if k == ids.device_duration_ps => &mut args.device_duration_ps,
+                _ => continue,
+            };
+            slot.get_or_insert_with(|| chunk.arg_value(j));
+        }
+        args
+    }
 }
 
 /// What the derivation asks of every line, answered once per line instead of per event.
@@ -2139,12 +2167,13 @@ fn make_op<'c>(
     // Scope path: the tf_op stat, else the instruction's HLO op_name. The generic `XlaModule:` says
     // nothing of the scope: the op_name does (as in XProf), else the `name` stat, a scope range that
     // is often only a prefix of the op_name (`jit(train_step)` for a backward matmul).
+    let args = OpArgs::of(chunk, i, ids);
     let mut tf_op = chunk.tf_op.get(i);
     let hlo_scope = instr.map_or(NO_STR, |h| h.op_name);
     if capture.str(tf_op).is_some_and(|t| t.trim().trim_end_matches(':') == "XlaModule") {
         if hlo_scope != NO_STR {
             tf_op = hlo_scope;
-        } else if let Some(n) = arg(chunk, i, ids.name).and_then(|n| capture.strings.lookup(n)) {
+        } else if let Some(n) = args.name.and_then(|n| capture.strings.lookup(n)) {
             tf_op = n;
         }
     }
@@ -2192,11 +2221,11 @@ fn make_op<'c>(
             let f = capture.str(h.source_file).unwrap_or("");
             strings.intern(if h.source_line > 0 { format!("{f}:{}", h.source_line) } else { f.to_string() })
         }),
-        None => arg(chunk, i, ids.source).map_or(NO_STR, |s| strings.intern(s.to_string())),
+        None => args.source.map_or(NO_STR, |s| strings.intern(s.to_string())),
     };
-    let num = |key| arg(chunk, i, key).and_then(|v| v.trim().parse::<f64>().ok());
+    let num = |arg: Option<&str>| arg.and_then(|v| v.trim().parse::<f64>().ok());
     // The device's own measurement wins over the host-aligned timeline span (as in XProf).
-    let device_ps = num(ids.device_duration_ps).filter(|d| *d >= 0.0 && *d < 9.0e18).map(|ps| ps as i64);
+    let device_ps = num(args.device_duration_ps).filter(|d| *d >= 0.0 && *d < 9.0e18).map(|ps| ps as i64);
     let dur_ns = device_ps.map_or(chunk.dur_ns[i], |ps| (ps + 500) / 1000);
     let nested_ns = chunk.dur_ns[i] - chunk.self_ns[i];
     Op {
@@ -2213,7 +2242,7 @@ fn make_op<'c>(
         program_id,
         opcode,
         category,
-        hlo_category: arg(chunk, i, ids.hlo_category).and_then(|v| capture.strings.lookup(v)).unwrap_or(NO_STR),
+        hlo_category: args.hlo_category.and_then(|v| capture.strings.lookup(v)).unwrap_or(NO_STR),
         collective_kind,
         tf_op,
         region_path,
@@ -2226,8 +2255,8 @@ fn make_op<'c>(
         shape: instr.map_or(NO_STR, |h| h.shape),
         shape_bytes: instr.and_then(|h| h.shape_bytes),
         source,
-        flops: num(ids.flops),
-        bytes_accessed: num(ids.bytes_accessed),
+        flops: num(args.flops),
+        bytes_accessed: num(args.bytes_accessed),
         is_async,
         async_span: line_name.starts_with("Async"),
     }
