@@ -1372,7 +1372,9 @@ struct EventHead {
 /// Reads an XEvent: its scalar fields, and its stats' bytes (the first 16 into `inline`, the
 /// rest into `extra`) but those `skips` drops; returns the head and the number of stats kept.
 /// Events are read a million times a file, so the usual one-byte keys are matched directly;
-/// anything else is read again field by field, which also reports malformed bytes.
+/// anything else is read again field by field, which also reports malformed bytes. Always
+/// inlined: called, it cost ~27 instructions an event in saved registers and a head returned
+/// through memory (1.3 % of a summary's, session 39).
 #[inline(always)]
 fn read_event<'a>(
     ev: &'a [u8],
