@@ -256,7 +256,7 @@ impl Unread {
             Col::Name => {
                 let keys = Int32Array::new(ScalarBuffer::new(zeros(), 0, n), None);
                 // SAFETY: every key is 0, and the dictionary has one value. (`try_new` would
-                // read every key to check it: 1.5 % of a summary's instructions.)
+                // read every key to check it: 1 % of a summary's instructions.)
                 Arc::new(unsafe { DictionaryArray::<Int32Type>::new_unchecked(keys, Arc::new(StringArray::from(vec![""]))) })
             }
             Col::Text | Col::TextList | Col::TextMap => new_null_array(&c.ty.data_type(), n),
