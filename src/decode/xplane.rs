@@ -610,12 +610,10 @@ struct LineCuts {
 fn walk_events(job: &LineJob, read: &Release<'_>, mut each: impl FnMut(usize, i64, i64)) -> Result<()> {
     let mut fields = job.fields_from(0)?;
     let mut released = 0;
-    let mut inline: [(&[u8], usize); 16] = [(&[], 0); 16];
-    let mut extra = Vec::new();
+    let mut stats = StatSlices::new();
     for e in 0..job.events.count {
         let (ev, off) = next_event_field(&mut fields)?;
-        extra.clear();
-        let (head, _) = read_event(ev, off, &mut inline, &mut extra, &StatSkips::ALL)?;
+        let head = read_event(ev, off, &mut stats, &StatSkips::ALL)?;
         if !head.aggregated {
             let (start, end) = event_span_ns(job.timestamp_ns, head.offset_ps, head.dur_ps);
             each(e, start, end);
@@ -1283,13 +1281,11 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
     let mut seen: Vec<u32> = Vec::new();
     {
         let ctx = &ctxs[job.plane];
-        // Filled anew by every event (only its first `nstats` entries are read).
-        let mut stat_slices: [(&[u8], usize); 16] = [(&[], 0); 16];
-        let mut extra_stats: Vec<(&[u8], usize)> = Vec::new();
+        // Filled anew by every event.
+        let mut stats = StatSlices::new();
         for _ in range {
             let (ev, ev_offset) = next_event()?;
-            extra_stats.clear();
-            let (EventHead { meta_id, offset_ps, dur_ps, aggregated }, mut nstats) = read_event(ev, ev_offset, &mut stat_slices, &mut extra_stats, &ctx.skips)?;
+            let EventHead { meta_id, offset_ps, dur_ps, aggregated } = read_event(ev, ev_offset, &mut stats, &ctx.skips)?;
             if aggregated {
                 continue;
             }
@@ -1299,14 +1295,12 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
             // dropping any (compile and transfer events, a few a file).
             let every_arg = meta.is_some_and(|m| m.every_arg);
             if every_arg {
-                extra_stats.clear();
-                nstats = read_event(ev, ev_offset, &mut stat_slices, &mut extra_stats, &StatSkips::NONE)?.1;
+                read_event(ev, ev_offset, &mut stats, &StatSkips::NONE)?;
             }
             let i = chunk.push_event(job.line_index, meta.map_or(NO_STR, |m| m.name), meta.map_or(NO_STR, |m| m.display_name), NO_STR, start, end - start);
             seen.clear();
             let role_for_event = |info: StatInfo| if every_arg && info.role == Role::Skip { StatInfo { role: info.kept_as, ..info } } else { info };
-            let inline = &stat_slices[..nstats.min(16)];
-            for &(bytes, off) in inline.iter().chain(extra_stats.iter()) {
+            for &(bytes, off) in stats.iter() {
                 let mut pos = 0;
                 if let Some(info) = leading_field1_varint(bytes, &mut pos).and_then(|id| ctx.stats.get(id as i64)) {
                     let info = role_for_event(*info);
@@ -1369,21 +1363,14 @@ struct EventHead {
     aggregated: bool,
 }
 
-/// Reads an XEvent: its scalar fields, and its stats' bytes (the first 16 into `inline`, the
-/// rest into `extra`) but those `skips` drops; returns the head and the number of stats kept.
-/// Events are read a million times a file, so the usual one-byte keys are matched directly;
+/// Reads an XEvent: its scalar fields, returned, and into `stats` its stats' bytes but those
+/// `skips` drops. Events are read a million times a file, so the usual one-byte keys are matched directly;
 /// anything else is read again field by field, which also reports malformed bytes. Always
 /// inlined: called, it cost ~27 instructions an event in saved registers and a head returned
 /// through memory (1.3 % of a summary's, session 39).
 #[inline(always)]
-fn read_event<'a>(
-    ev: &'a [u8],
-    base: usize,
-    inline: &mut [(&'a [u8], usize); 16],
-    extra: &mut Vec<(&'a [u8], usize)>,
-    skips: &StatSkips,
-) -> Result<(EventHead, usize)> {
-    let mut nstats = 0;
+fn read_event<'a>(ev: &'a [u8], base: usize, stats: &mut StatSlices<'a>, skips: &StatSkips) -> Result<EventHead> {
+    stats.clear();
     // Producers write the fields in field-number order, so each key is tested in turn: a
     // chain of branches that always go the same way (a `match` on the key jumps through a
     // table, which the CPU mispredicts at every field). A keyed read that does not match
@@ -1393,51 +1380,68 @@ fn read_event<'a>(
     let (meta_id, offset_ps, dur_ps) = (scalar(0x08), scalar(0x10), scalar(0x18));
     while let Some((stat, off)) = fields.next_bytes_keyed(0x22) {
         if !skips.drops(stat) {
-            push_stat(inline, extra, stat, off, &mut nstats);
+            stats.push(stat, off);
         }
     }
     let aggregated = fields.next_varint_keyed(0x28).is_some();
     if fields.at_end() {
-        return Ok((EventHead { meta_id, offset_ps, dur_ps, aggregated }, nstats));
+        return Ok(EventHead { meta_id, offset_ps, dur_ps, aggregated });
     }
-    extra.clear();
-    read_event_fields(ev, base, inline, extra, skips)
+    read_event_fields(ev, base, stats, skips)
 }
 
 /// [`read_event`] field by field, in any order (the last of a repeated scalar wins), with an
 /// error for malformed bytes.
-fn read_event_fields<'a>(
-    ev: &'a [u8],
-    base: usize,
-    inline: &mut [(&'a [u8], usize); 16],
-    extra: &mut Vec<(&'a [u8], usize)>,
-    skips: &StatSkips,
-) -> Result<(EventHead, usize)> {
+fn read_event_fields<'a>(ev: &'a [u8], base: usize, stats: &mut StatSlices<'a>, skips: &StatSkips) -> Result<EventHead> {
+    stats.clear();
     let mut head = EventHead::default();
-    let mut nstats = 0;
     let mut f = Fields::with_base(ev, base);
     while let Some((field, value, off)) = f.next_field()? {
         match field {
             1 => head.meta_id = value.as_i64(),
             2 => head.offset_ps = value.as_i64(),
             3 => head.dur_ps = value.as_i64(),
-            4 if !skips.drops(value.as_bytes()) => push_stat(inline, extra, value.as_bytes(), off, &mut nstats),
+            4 if !skips.drops(value.as_bytes()) => stats.push(value.as_bytes(), off),
             5 => head.aggregated = true,
             _ => {}
         }
     }
-    Ok((head, nstats))
+    Ok(head)
 }
 
-/// Keeps a stat's bytes and file offset: the first 16 in `inline`, the rest in `extra`.
-#[inline]
-fn push_stat<'a>(inline: &mut [(&'a [u8], usize); 16], extra: &mut Vec<(&'a [u8], usize)>, slice: &'a [u8], off: usize, nstats: &mut usize) {
-    if *nstats < 16 {
-        inline[*nstats] = (slice, off);
-    } else {
-        extra.push((slice, off));
+/// An event's stats, as their bytes and file offsets in order: the first 16 in place (an
+/// event seldom has more), the rest in a vector.
+struct StatSlices<'a> {
+    inline: [(&'a [u8], usize); 16],
+    extra: Vec<(&'a [u8], usize)>,
+    len: usize,
+}
+
+impl<'a> StatSlices<'a> {
+    fn new() -> Self {
+        StatSlices { inline: [(&[], 0); 16], extra: Vec::new(), len: 0 }
     }
-    *nstats += 1;
+
+    #[inline]
+    fn clear(&mut self) {
+        self.len = 0;
+        self.extra.clear();
+    }
+
+    #[inline]
+    fn push(&mut self, slice: &'a [u8], off: usize) {
+        if self.len < 16 {
+            self.inline[self.len] = (slice, off);
+        } else {
+            self.extra.push((slice, off));
+        }
+        self.len += 1;
+    }
+
+    #[inline]
+    fn iter(&self) -> impl Iterator<Item = &(&'a [u8], usize)> {
+        self.inline[..self.len.min(16)].iter().chain(self.extra.iter())
+    }
 }
 
 #[inline]
@@ -1589,13 +1593,9 @@ mod tests {
             for end in 0..=bytes.len() {
                 let ev = &bytes[..end];
                 let read = |fields_only: bool| {
-                    let (mut inline, mut extra) = ([(&[][..], 0); 16], Vec::new());
-                    let got = if fields_only {
-                        read_event_fields(ev, 100, &mut inline, &mut extra, skips)
-                    } else {
-                        read_event(ev, 100, &mut inline, &mut extra, skips)
-                    };
-                    got.map(|(h, n)| format!("{} {} {} {} {n} {:?} {:?}", h.meta_id, h.offset_ps, h.dur_ps, h.aggregated, &inline[..n.min(16)], extra))
+                    let mut stats = StatSlices::new();
+                    let got = if fields_only { read_event_fields(ev, 100, &mut stats, skips) } else { read_event(ev, 100, &mut stats, skips) };
+                    got.map(|h| format!("{} {} {} {} {:?}", h.meta_id, h.offset_ps, h.dur_ps, h.aggregated, stats.iter().collect::<Vec<_>>()))
                         .map_err(|e| e.to_string())
                 };
                 assert_eq!(read(false), read(true), "{ev:?}");
