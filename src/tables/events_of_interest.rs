@@ -34,6 +34,11 @@ const TRANSFER_WORDS: [&str; 16] = [
     "device_get",
 ];
 
+/// The word a compile event's lowercased name holds.
+const COMPILE_WORD: &str = "compile";
+/// The word a `transfer[_](to|from)[_]device` name starts from.
+const TRANSFER_WORD: &str = "transfer";
+
 /// Kineto's category of memory copies.
 const COPY_CATEGORY: &str = "gpu_memcpy";
 
@@ -45,7 +50,7 @@ pub fn is_compile_event(name: &str) -> bool {
 }
 
 fn is_compile_lowercased(lower: &str) -> bool {
-    lower.contains("compile") && !COPIES_NAMED_LIKE_COMPILES.iter().any(|w| lower.contains(w))
+    lower.contains(COMPILE_WORD) && !COPIES_NAMED_LIKE_COMPILES.iter().any(|w| lower.contains(w))
 }
 
 /// A host↔device (or device↔device) copy: Kineto's `gpu_memcpy` category, or a name that
@@ -63,7 +68,7 @@ fn is_transfer_lowercased(lower: &str) -> bool {
 
 /// `transfer`, an optional `_`, `to` or `from`, an optional `_`, `device`.
 fn transfer_to_or_from_device(lower: &str) -> bool {
-    lower.match_indices("transfer").any(|(at, word)| {
+    lower.match_indices(TRANSFER_WORD).any(|(at, word)| {
         let rest = &lower[at + word.len()..];
         let rest = rest.strip_prefix('_').unwrap_or(rest);
         let Some(rest) = rest.strip_prefix("to").or_else(|| rest.strip_prefix("from")) else { return false };
@@ -84,8 +89,7 @@ pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
     is_compile_lowercased(&lower) || is_transfer_lowercased(&lower)
 }
 
-/// Whether `name` holds a word one of the rules needs (`compile`, a [`TRANSFER_WORDS`] word,
-/// `transfer`), ASCII case ignored: no for most names, in one pass over the name's bytes.
+/// Whether `name` holds a word one of the rules needs ([`rule_words`]), ASCII case ignored: no for most names, in one pass over the name's bytes.
 /// Every metadata name of every part comes here, and lowercasing each and searching it word
 /// by word took ~4,000 instructions a name (~1 % of a summary's). A name that is not ASCII
 /// is let through to the rules: some letters lowercase to ASCII ones.
@@ -97,8 +101,8 @@ fn may_be_of_interest(name: &str) -> bool {
             table[TRANSFER_WORDS[k].as_bytes()[0] as usize] = true;
             k += 1;
         }
-        table[b'c' as usize] = true; // compile
-        table[b't' as usize] = true; // transfer
+        table[COMPILE_WORD.as_bytes()[0] as usize] = true;
+        table[TRANSFER_WORD.as_bytes()[0] as usize] = true;
         table
     }
     const STARTS_A_WORD: [bool; 256] = starts_a_word();
@@ -107,9 +111,12 @@ fn may_be_of_interest(name: &str) -> bool {
         return true;
     }
     let holds = |at: usize, word: &str| bytes[at..].get(..word.len()).is_some_and(|b| b.eq_ignore_ascii_case(word.as_bytes()));
-    (0..bytes.len()).any(|at| {
-        STARTS_A_WORD[bytes[at].to_ascii_lowercase() as usize] && (holds(at, "compile") || holds(at, "transfer") || TRANSFER_WORDS.iter().any(|w| holds(at, w)))
-    })
+    (0..bytes.len()).any(|at| STARTS_A_WORD[bytes[at].to_ascii_lowercase() as usize] && rule_words().any(|w| holds(at, w)))
+}
+
+/// Every word one of the rules needs in a lowercased name: a name without any passes neither.
+fn rule_words() -> impl Iterator<Item = &'static str> {
+    TRANSFER_WORDS.into_iter().chain([COMPILE_WORD, TRANSFER_WORD])
 }
 
 /// For a decoder that keeps only some args: events named so keep every arg. (XPlane events,
@@ -187,7 +194,7 @@ mod tests {
         }
         assert!(!may_be_of_interest("fusion.3") && !may_be_of_interest("ThunkExecutor::Execute"));
         assert!(may_be_of_interest("XLACOMPILE") && may_be_of_interest("a TransferLiteral") && may_be_of_interest("\u{212A}"));
-        for word in TRANSFER_WORDS.iter().chain(&["compile", "transfer"]) {
+        for word in rule_words() {
             assert!(may_be_of_interest(&format!("x{}y", word.to_uppercase())), "{word}");
         }
     }
