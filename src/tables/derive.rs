@@ -81,14 +81,44 @@ pub struct Op {
     pub self_ns: i64,
     pub dur_ps: i64,
     pub shape: u32,
-    pub shape_bytes: Option<i64>,
+    /// NULL_I64 when the HLO gives no shape.
+    pub shape_bytes: i64,
     /// Index into [`Derived::strings`], or NO_STR.
     pub source: u32,
-    pub flops: Option<f64>,
-    pub bytes_accessed: Option<f64>,
+    pub flops: OptionalF64,
+    pub bytes_accessed: OptionalF64,
     pub is_async: bool,
     /// On an `Async XLA Ops` line: an in-flight async span, not device occupancy.
     pub async_span: bool,
+}
+
+/// An `Option<f64>` in 8 bytes instead of 16 (a large profile holds millions of [`Op`]s, and
+/// every pass over them reads their bytes): `None` is a NaN that parsing text never yields.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionalF64(u64);
+
+impl OptionalF64 {
+    /// A signalling NaN: parsing `nan` yields the quiet one, which `new` keeps.
+    const NONE_BITS: u64 = 0x7ff4_0000_0000_0001;
+    pub const NONE: OptionalF64 = OptionalF64(Self::NONE_BITS);
+
+    pub fn new(value: Option<f64>) -> Self {
+        match value {
+            Some(v) if v.to_bits() == Self::NONE_BITS => OptionalF64(f64::NAN.to_bits()),
+            Some(v) => OptionalF64(v.to_bits()),
+            None => Self::NONE,
+        }
+    }
+
+    pub fn get(self) -> Option<f64> {
+        (self.0 != Self::NONE_BITS).then(|| f64::from_bits(self.0))
+    }
+}
+
+impl Default for OptionalF64 {
+    fn default() -> Self {
+        Self::NONE
+    }
 }
 
 impl Op {
@@ -169,8 +199,19 @@ impl LocalStrings {
     }
 }
 
-/// The name an op resolved to and its HLO instruction, when the HLO knows it.
-type ResolvedOp<'c> = (u32, Option<&'c HloInstr>);
+/// What an op's identity (program, module, candidate names) decides, worked out once per
+/// identity: ops repeat a few hundred distinct instructions many times.
+#[derive(Clone, Copy)]
+struct KnownOp<'c> {
+    /// The name that resolved (see [`make_op`]).
+    hlo_op: u32,
+    /// Its HLO instruction, when the HLO knows it.
+    instr: Option<&'c HloInstr>,
+    collective_kind: Option<Label>,
+    category: Label,
+    /// The instruction's `file:line` (an id in [`OpCaches::strings`]), NO_STR when it has none.
+    source: u32,
+}
 
 /// Merged (start, end) intervals.
 type Intervals = Vec<(i64, i64)>;
@@ -178,17 +219,12 @@ type Intervals = Vec<(i64, i64)>;
 /// Per-value results reused across ops: classification, scope, device and source strings.
 #[derive(Default)]
 struct OpCaches<'c> {
-    /// (program_id, hlo_module, [hlo_op, display_name, name]) → the name that resolved and its
-    /// HLO instruction: ops repeat a few hundred distinct instructions many times.
-    instr: FxHashMap<(i64, u32, [u32; 3]), ResolvedOp<'c>>,
-    class: FxHashMap<(u32, u32), (Option<Label>, Label)>,
+    /// (program_id, hlo_module, [hlo_op, display_name, name]) → what they decide.
+    known: FxHashMap<(i64, u32, [u32; 3]), KnownOp<'c>>,
     /// (tf_op, event name, launch scope) → (region path id, pass); the name only matters
     /// without a tf_op or a launch scope.
     scope: FxHashMap<(u32, u32, u32), (u32, Label)>,
     cpu_device: FxHashMap<i64, u32>,
-    source: FxHashMap<(u32, i32), u32>,
-    /// Line name id → the name and whether it is an `Async` line (a substring search, once).
-    line: FxHashMap<u32, (&'c str, bool)>,
     strings: LocalStrings,
 }
 
@@ -1152,16 +1188,14 @@ impl Deriver {
             if capture.window.is_none_or(|w| w.last) {
                 self.windows.graph_walks.clear();
             }
-            let (module_windows, chunk_base, launches, placements) = (&module_windows, &chunk_base, &launches, &placements);
+            let context = OpContext { capture, ids: pool_ids, roles: &roles, module_windows: &module_windows, launches: &launches };
+            let (chunk_base, placements) = (&chunk_base, &placements);
             crate::work_queue::map_in_order(work, |(slots, events): (&mut [std::mem::MaybeUninit<Op>], &Vec<(u32, u32)>)| {
                 let mut caches = OpCaches::default();
                 for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
                     let (ci, i) = (ci as usize, i as usize);
-                    let chunk = &capture.chunks[ci];
-                    let line = &capture.lines[chunk.line[i] as usize];
-                    let plane = &capture.planes[line.plane as usize];
                     let placed = placements.get(ci, i);
-                    slot.write(make_op(capture, pool_ids, &mut caches, chunk, ci, i, chunk_base[ci], plane, line, module_windows, launches, placed));
+                    slot.write(make_op(&context, &mut caches, ci, i, chunk_base[ci], placed));
                 }
                 caches.strings
             })
@@ -1183,9 +1217,14 @@ impl Deriver {
             first += events.len();
         }
         drop(op_events);
+        // Ops come a line at a time: a device is looked up when it changes.
+        let mut last_device = None;
         for op in &ops {
-            if let Err(k) = self.devices.binary_search(&op.device) {
-                self.devices.insert(k, op.device);
+            if last_device != Some(op.device) {
+                last_device = Some(op.device);
+                if let Err(k) = self.devices.binary_search(&op.device) {
+                    self.devices.insert(k, op.device);
+                }
             }
         }
 
@@ -1986,15 +2025,22 @@ struct LineRoles {
     device_op: Vec<bool>,
     modules: Vec<bool>,
     steps: Vec<bool>,
+    /// Its ops are async (`Async XLA Ops`, or `Async` anywhere in the name).
+    async_ops: Vec<bool>,
+    /// Its ops are in-flight async spans, not device occupancy (the name starts `Async`).
+    async_spans: Vec<bool>,
 }
 
 impl LineRoles {
     fn of(capture: &Capture) -> Self {
-        let name = |l: &Line| capture.str(l.name).unwrap_or("");
+        let names: Vec<&str> = capture.lines.iter().map(|l| capture.str(l.name).unwrap_or("")).collect();
+        let each = |role: fn(&str) -> bool| names.iter().map(|n| role(n)).collect();
         LineRoles {
             device_op: capture.lines.iter().map(|l| capture.str(l.name).is_some_and(is_device_op_line)).collect(),
-            modules: capture.lines.iter().map(|l| name(l) == "XLA Modules").collect(),
-            steps: capture.lines.iter().map(|l| name(l) == "Steps").collect(),
+            modules: each(|n| n == "XLA Modules"),
+            steps: each(|n| n == "Steps"),
+            async_ops: each(|n| n.contains("Async")),
+            async_spans: each(|n| n.starts_with("Async")),
         }
     }
 }
@@ -2101,21 +2147,24 @@ fn is_op_event(capture: &Capture, roles: &LineRoles, chunk: &EventChunk, i: usiz
     roles.device_op[chunk.line[i] as usize] && (chunk.category.get(i) == NO_STR || is_device_work_category(capture.str(chunk.category.get(i))))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn make_op<'c>(
+/// What every op of a part is made with (see [`make_op`]).
+struct OpContext<'c> {
     capture: &'c Capture,
-    ids: &PoolIds,
-    caches: &mut OpCaches<'c>,
-    chunk: &EventChunk,
-    ci: usize,
-    i: usize,
-    base: i64,
-    plane: &Plane,
-    line: &Line,
-    module_windows: &HashMap<u32, Vec<(i64, i64, u32, i64)>>,
-    launches: &LaunchScopes,
-    placed: Option<u32>,
-) -> Op {
+    ids: &'c PoolIds,
+    roles: &'c LineRoles,
+    /// Per plane, `XLA Modules` windows (start, end, module, program id) by start.
+    module_windows: &'c HashMap<u32, Vec<(i64, i64, u32, i64)>>,
+    launches: &'c LaunchScopes,
+}
+
+/// The op of event `i` of chunk `ci` (`base`: the chunk's first event id; `placed`: the
+/// instruction a command buffer's schedule placed the kernel on).
+fn make_op<'c>(context: &OpContext<'c>, caches: &mut OpCaches<'c>, ci: usize, i: usize, base: i64, placed: Option<u32>) -> Op {
+    let OpContext { capture, ids, roles, module_windows, launches } = *context;
+    let chunk = &capture.chunks[ci];
+    let line_index = chunk.line[i];
+    let line = &capture.lines[line_index as usize];
+    let plane = &capture.planes[line.plane as usize];
     let start = chunk.start_ns[i];
     let mut hlo_module = chunk.hlo_module.get(i);
     let mut program_id = chunk.program_id.get(i);
@@ -2139,30 +2188,10 @@ fn make_op<'c>(
     // kernel's hlo_op is the buffer (`command_buffer_1`, absent from the HLO), so the instruction
     // the program's schedule placed it on comes first (`command_buffers`), then its kernel name.
     let names = [placed.unwrap_or(chunk.hlo_op.get(i)), chunk.display_name.get(i), chunk.name[i]];
-    let (hlo_op, instr) = *caches.instr.entry((program_id, hlo_module, names)).or_insert_with(|| {
-        names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
-            // Without HLO (trace JSON) the kernel still names its work better than its buffer.
-            let buffered = capture.str(chunk.hlo_op.get(i)).is_some_and(super::command_buffers::names_command_buffer) && chunk.name[i] != NO_STR;
-            (if buffered { chunk.name[i] } else { names.into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR) }, None)
-        })
-    });
+    let OpCaches { known, scope, strings, cpu_device } = caches;
+    let KnownOp { hlo_op, instr, collective_kind, category, source } =
+        *known.entry((program_id, hlo_module, names)).or_insert_with(|| know_op(capture, chunk, i, program_id, hlo_module, names, strings));
     let opcode = instr.map_or(NO_STR, |h| h.opcode);
-    let opcode_text = capture.str(opcode);
-    let (collective_kind, category) = *caches.class.entry((hlo_op, opcode)).or_insert_with(|| {
-        let name_text = capture.str(hlo_op).unwrap_or("");
-        let kind = match opcode_text {
-            Some(oc) => collective_kind_of_opcode(oc),
-            None => collective_kind_of_name(name_text),
-        };
-        let category = if kind.is_some() {
-            "communication"
-        } else if is_stall(name_text) {
-            "stall"
-        } else {
-            "compute"
-        };
-        (kind.map(Label::of), Label::of(category))
-    });
 
     // Scope path: the tf_op stat, else the instruction's HLO op_name. The generic `XlaModule:` says
     // nothing of the scope: the op_name does (as in XProf), else the `name` stat, a scope range that
@@ -2180,7 +2209,6 @@ fn make_op<'c>(
     if capture.str(tf_op).is_none_or(|t| t.trim().is_empty()) {
         tf_op = hlo_scope;
     }
-    let OpCaches { scope, strings, cpu_device, source: sources, line: lines, .. } = caches;
     // Without a scope path, a name written as a path (`train_step=>block_0`, `ns::fn`) is one.
     // A Kineto kernel's scope is where its launch ran on the host (see `LaunchScopes`).
     let launch = launches.of_kernel(chunk.correlation_id.get(i));
@@ -2211,18 +2239,9 @@ fn make_op<'c>(
         let ordinal = if chunk.device_ordinal.get(i) == NULL_I64 { 0 } else { chunk.device_ordinal.get(i) };
         *cpu_device.entry(ordinal).or_insert_with(|| capture.strings.lookup(&format!("CPU:{ordinal}")).unwrap_or(NO_STR))
     };
-    let (line_name, async_line) = *lines.entry(line.name).or_insert_with(|| {
-        let name = capture.str(line.name).unwrap_or("");
-        (name, name.contains("Async"))
-    });
-    let is_async = async_line || opcode_text.is_some_and(|o| o.ends_with("-start") || o.ends_with("-done") || o.ends_with("-update"));
-    let source = match instr.filter(|h| h.source_file != NO_STR) {
-        Some(h) => *sources.entry((h.source_file, h.source_line)).or_insert_with(|| {
-            let f = capture.str(h.source_file).unwrap_or("");
-            strings.intern(if h.source_line > 0 { format!("{f}:{}", h.source_line) } else { f.to_string() })
-        }),
-        None => args.source.map_or(NO_STR, |s| strings.intern(s.to_string())),
-    };
+    let is_async =
+        roles.async_ops[line_index as usize] || capture.str(opcode).is_some_and(|o| o.ends_with("-start") || o.ends_with("-done") || o.ends_with("-update"));
+    let source = if source != NO_STR { source } else { args.source.map_or(NO_STR, |s| strings.intern(s.to_string())) };
     let num = |arg: Option<&str>| arg.and_then(|v| v.trim().parse::<f64>().ok());
     // The device's own measurement wins over the host-aligned timeline span (as in XProf).
     let device_ps = num(args.device_duration_ps).filter(|d| *d >= 0.0 && *d < 9.0e18).map(|ps| ps as i64);
@@ -2235,7 +2254,7 @@ fn make_op<'c>(
         host: plane.host,
         device,
         line: line.name,
-        line_index: chunk.line[i],
+        line_index,
         name: chunk.name[i],
         hlo_op,
         hlo_module,
@@ -2253,13 +2272,53 @@ fn make_op<'c>(
         self_ns: (dur_ns - nested_ns).max(0),
         dur_ps: device_ps.unwrap_or(dur_ns.saturating_mul(1000)),
         shape: instr.map_or(NO_STR, |h| h.shape),
-        shape_bytes: instr.and_then(|h| h.shape_bytes),
+        shape_bytes: instr.and_then(|h| h.shape_bytes).unwrap_or(NULL_I64),
         source,
-        flops: num(args.flops),
-        bytes_accessed: num(args.bytes_accessed),
+        flops: OptionalF64::new(num(args.flops)),
+        bytes_accessed: OptionalF64::new(num(args.bytes_accessed)),
         is_async,
-        async_span: line_name.starts_with("Async"),
+        async_span: roles.async_spans[line_index as usize],
     }
+}
+
+/// What the identity (`program_id`, `hlo_module`, candidate `names`) of event `i` of `chunk`
+/// decides: the name that resolves in the HLO and its instruction, its class, and its source
+/// line (interned in `strings`).
+fn know_op<'c>(
+    capture: &'c Capture,
+    chunk: &EventChunk,
+    i: usize,
+    program_id: i64,
+    hlo_module: u32,
+    names: [u32; 3],
+    strings: &mut LocalStrings,
+) -> KnownOp<'c> {
+    let (hlo_op, instr) =
+        names.into_iter().filter(|&x| x != NO_STR).find_map(|x| capture.hlo.find(program_id, hlo_module, x).map(|h| (x, Some(h)))).unwrap_or_else(|| {
+            // Without HLO (trace JSON) the kernel still names its work better than its buffer.
+            let buffered = capture.str(chunk.hlo_op.get(i)).is_some_and(super::command_buffers::names_command_buffer) && chunk.name[i] != NO_STR;
+            (if buffered { chunk.name[i] } else { names.into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR) }, None)
+        });
+    let name_text = capture.str(hlo_op).unwrap_or("");
+    let kind = match instr.and_then(|h| capture.str(h.opcode)) {
+        Some(oc) => collective_kind_of_opcode(oc),
+        None => collective_kind_of_name(name_text),
+    };
+    let category = if kind.is_some() {
+        "communication"
+    } else if is_stall(name_text) {
+        "stall"
+    } else {
+        "compute"
+    };
+    let source = match instr.filter(|h| h.source_file != NO_STR) {
+        Some(h) => {
+            let f = capture.str(h.source_file).unwrap_or("");
+            strings.intern(if h.source_line > 0 { format!("{f}:{}", h.source_line) } else { f.to_string() })
+        }
+        None => NO_STR,
+    };
+    KnownOp { hlo_op, instr, collective_kind: kind.map(Label::of), category: Label::of(category), source }
 }
 
 /// Steps of the events in `capture`: host step annotations (the outermost event per (host,
@@ -2341,6 +2400,19 @@ fn assign_steps(ops: &mut [Op], steps: &[&Step]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_optional_f64_keeps_every_value_and_none() {
+        for v in [0.0, -0.0, 1.5e300, f64::INFINITY, f64::MIN_POSITIVE] {
+            assert_eq!(OptionalF64::new(Some(v)).get().map(f64::to_bits), Some(v.to_bits()));
+        }
+        assert!(OptionalF64::new("nan".parse().ok()).get().is_some_and(f64::is_nan));
+        assert!(OptionalF64::new(Some(f64::from_bits(OptionalF64::NONE_BITS))).get().is_some_and(f64::is_nan));
+        assert_eq!(OptionalF64::new(None).get(), None);
+        assert_eq!(OptionalF64::default().get(), None);
+        // What the field types save: every pass over a large profile's ops reads their bytes.
+        assert!(std::mem::size_of::<Op>() <= 152, "{}", std::mem::size_of::<Op>());
+    }
 
     #[test]
     fn scope_paths_and_passes() {

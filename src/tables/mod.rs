@@ -533,7 +533,7 @@ impl OpColumns {
                     col.push(v);
                 }
             }
-            for (((col, known), v), k) in c.floats.iter_mut().zip(&mut c.floats_known).zip([o.flops, o.bytes_accessed]).zip(keep.floats) {
+            for (((col, known), v), k) in c.floats.iter_mut().zip(&mut c.floats_known).zip([o.flops.get(), o.bytes_accessed.get()]).zip(keep.floats) {
                 if EVERY || k {
                     col.push(v.unwrap_or(0.0));
                     known.push(v.is_some());
@@ -723,7 +723,7 @@ fn collectives_batch(capture: &Capture, d: &derive::PartDerived) -> Result<Recor
             nullable_i64s(rows.iter().map(|(o, _)| o.step)),
             i64s(rows.iter().map(|(o, _)| o.start_ns)),
             i64s(rows.iter().map(|(o, _)| o.dur_ns)),
-            Arc::new(rows.iter().map(|(o, _)| o.shape_bytes).collect::<Int64Array>()),
+            nullable_i64s(rows.iter().map(|(o, _)| o.shape_bytes)),
             Arc::new(BooleanArray::from(rows.iter().map(|(o, _)| o.is_async).collect::<Vec<bool>>())),
             i64s(rows.iter().map(|(_, ov)| *ov)),
             i64s(rows.iter().map(|(o, ov)| o.dur_ns - ov)),
