@@ -209,6 +209,8 @@ struct KnownOp<'c> {
     instr: Option<&'c HloInstr>,
     collective_kind: Option<Label>,
     category: Label,
+    /// Its opcode is an async one's (`*-start`, `*-done`, `*-update`).
+    async_opcode: bool,
     /// The instruction's `file:line` (an id in [`OpCaches::strings`]), NO_STR when it has none.
     source: u32,
 }
@@ -2036,7 +2038,7 @@ impl LineRoles {
         let names: Vec<&str> = capture.lines.iter().map(|l| capture.str(l.name).unwrap_or("")).collect();
         let each = |role: fn(&str) -> bool| names.iter().map(|n| role(n)).collect();
         LineRoles {
-            device_op: capture.lines.iter().map(|l| capture.str(l.name).is_some_and(is_device_op_line)).collect(),
+            device_op: each(is_device_op_line),
             modules: each(|n| n == "XLA Modules"),
             steps: each(|n| n == "Steps"),
             async_ops: each(|n| n.contains("Async")),
@@ -2189,7 +2191,7 @@ fn make_op<'c>(context: &OpContext<'c>, caches: &mut OpCaches<'c>, ci: usize, i:
     // the program's schedule placed it on comes first (`command_buffers`), then its kernel name.
     let names = [placed.unwrap_or(chunk.hlo_op.get(i)), chunk.display_name.get(i), chunk.name[i]];
     let OpCaches { known, scope, strings, cpu_device } = caches;
-    let KnownOp { hlo_op, instr, collective_kind, category, source } =
+    let KnownOp { hlo_op, instr, collective_kind, category, async_opcode, source } =
         *known.entry((program_id, hlo_module, names)).or_insert_with(|| know_op(capture, chunk, i, program_id, hlo_module, names, strings));
     let opcode = instr.map_or(NO_STR, |h| h.opcode);
 
@@ -2239,8 +2241,7 @@ fn make_op<'c>(context: &OpContext<'c>, caches: &mut OpCaches<'c>, ci: usize, i:
         let ordinal = if chunk.device_ordinal.get(i) == NULL_I64 { 0 } else { chunk.device_ordinal.get(i) };
         *cpu_device.entry(ordinal).or_insert_with(|| capture.strings.lookup(&format!("CPU:{ordinal}")).unwrap_or(NO_STR))
     };
-    let is_async =
-        roles.async_ops[line_index as usize] || capture.str(opcode).is_some_and(|o| o.ends_with("-start") || o.ends_with("-done") || o.ends_with("-update"));
+    let is_async = roles.async_ops[line_index as usize] || async_opcode;
     let source = if source != NO_STR { source } else { args.source.map_or(NO_STR, |s| strings.intern(s.to_string())) };
     let num = |arg: Option<&str>| arg.and_then(|v| v.trim().parse::<f64>().ok());
     // The device's own measurement wins over the host-aligned timeline span (as in XProf).
@@ -2300,7 +2301,8 @@ fn know_op<'c>(
             (if buffered { chunk.name[i] } else { names.into_iter().find(|&x| x != NO_STR).unwrap_or(NO_STR) }, None)
         });
     let name_text = capture.str(hlo_op).unwrap_or("");
-    let kind = match instr.and_then(|h| capture.str(h.opcode)) {
+    let opcode = instr.and_then(|h| capture.str(h.opcode));
+    let kind = match opcode {
         Some(oc) => collective_kind_of_opcode(oc),
         None => collective_kind_of_name(name_text),
     };
@@ -2318,7 +2320,8 @@ fn know_op<'c>(
         }
         None => NO_STR,
     };
-    KnownOp { hlo_op, instr, collective_kind: kind.map(Label::of), category: Label::of(category), source }
+    let async_opcode = opcode.is_some_and(|o| o.ends_with("-start") || o.ends_with("-done") || o.ends_with("-update"));
+    KnownOp { hlo_op, instr, collective_kind: kind.map(Label::of), category: Label::of(category), async_opcode, source }
 }
 
 /// Steps of the events in `capture`: host step annotations (the outermost event per (host,
