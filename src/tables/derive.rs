@@ -736,16 +736,11 @@ impl LineStep {
         LineStep { host: op.host, device: op.device, line: op.line, step: op.step, ops: SpanSums::NONE, gap_count: 0, gap_ns: 0, max_gap_ns: NULL_I64 }
     }
 
-    /// One op, under its key.
-    fn of_op(op: &Op) -> LineStep {
-        let mut row = LineStep::keyed_by(op);
-        row.ops.push(op.start_ns, op.dur_ns, op.self_ns);
-        row
-    }
-
-    /// One gap, under its marker op's key (none of the ops: the marker is counted as an op).
-    fn of_gap(marker: &Op, gap: &Gap) -> LineStep {
-        LineStep { gap_count: 1, gap_ns: gap.gap_ns, max_gap_ns: gap.gap_ns, ..LineStep::keyed_by(marker) }
+    /// Adds one gap (under its marker op's key: the marker is counted as an op).
+    fn add_gap(&mut self, gap_ns: i64) {
+        self.gap_count += 1;
+        self.gap_ns = self.gap_ns.saturating_add(gap_ns);
+        self.max_gap_ns = self.max_gap_ns.max(gap_ns);
     }
 
     fn key(&self) -> LineStepKey {
@@ -1863,20 +1858,30 @@ fn gap_totals<'a>(gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<GapTotal> {
 fn line_steps<'a>(ops: &[Op], gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec<LineStep> {
     let mut index: FxHashMap<LineStepKey, usize> = FxHashMap::default();
     let mut rows: Vec<LineStep> = Vec::new();
-    // Ops come a line at a time in start order, so most fold into the previous op's row.
+    // Ops come a line at a time in start order, so most fold into the previous op's row:
+    // summed in place, without a row of their own to fold.
     let mut last: Option<(LineStepKey, usize)> = None;
-    let mut fold = |row: LineStep, rows: &mut Vec<LineStep>| match last {
-        Some((key, slot)) if key == row.key() => rows[slot].add(&row),
-        _ => {
-            let key = row.key();
-            last = Some((key, fold_row(&mut index, rows, key, row, |sum, row| sum.add(&row))));
+    let mut row_of = |keyed_by: &Op, rows: &mut Vec<LineStep>| -> usize {
+        let key = (keyed_by.host, keyed_by.device, keyed_by.line, keyed_by.step);
+        match last {
+            Some((last_key, slot)) if last_key == key => slot,
+            _ => {
+                let slot = *index.entry(key).or_insert_with(|| {
+                    rows.push(LineStep::keyed_by(keyed_by));
+                    rows.len() - 1
+                });
+                last = Some((key, slot));
+                slot
+            }
         }
     };
     for o in ops {
-        fold(LineStep::of_op(o), &mut rows);
+        let slot = row_of(o, &mut rows);
+        rows[slot].ops.push(o.start_ns, o.dur_ns, o.self_ns);
     }
     for g in gaps {
-        fold(LineStep::of_gap(op(g.marker), g), &mut rows);
+        let slot = row_of(op(g.marker), &mut rows);
+        rows[slot].add_gap(g.gap_ns);
     }
     rows
 }
