@@ -222,8 +222,9 @@ mod tests {
     use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, UInt64Array};
     use std::sync::Arc;
 
-    /// Numbers read off their arrays are the JSON values their text parses to, as rows made
-    /// them before: the same summaries byte for byte.
+    /// Cells read off their arrays serialise as their printed text parsed back does wherever
+    /// that parse is exact (as for these values); where serde_json's parse of the text is not,
+    /// the typed value is the one the query computed.
     #[test]
     fn typed_cells_are_the_values_their_text_parses_to() {
         let columns: Vec<ArrayRef> = vec![
