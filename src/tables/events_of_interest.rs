@@ -89,7 +89,8 @@ pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
     is_compile_lowercased(&lower) || is_transfer_lowercased(&lower)
 }
 
-/// Whether `name` holds a word one of the rules needs ([`rule_words`]), ASCII case ignored: no for most names, in one pass over the name's bytes.
+/// Whether `name` holds a word one of the rules needs ([`rule_words`]), ASCII case ignored:
+/// no for most names, in one pass over the name's bytes.
 /// Every metadata name of every part comes here, and lowercasing each and searching it word
 /// by word took ~4,000 instructions a name (~1 % of a summary's). A name that is not ASCII
 /// is let through to the rules: some letters lowercase to ASCII ones.
