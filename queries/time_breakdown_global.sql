@@ -23,18 +23,22 @@ clipped AS (
   SELECT greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.is_comm
   FROM iv CROSS JOIN win WHERE iv.e > win.ws AND iv.s < win.we
 ),
+-- Each start adds one to its kind's count of active intervals and each end takes one off,
+-- both counts packed in one number (communication × 2^32 + compute): one running sum gives
+-- both (a running sum is the costly part of the sweep), and since neither count is ever
+-- negative at a point, each unpacks exactly.
 points AS (
-  SELECT s AS t, CASE WHEN is_comm THEN 1 ELSE 0 END AS dc, CASE WHEN is_comm THEN 0 ELSE 1 END AS dp FROM clipped
+  SELECT s AS t, CASE WHEN is_comm THEN 4294967296 ELSE 1 END AS delta FROM clipped
   UNION ALL
-  SELECT e AS t, CASE WHEN is_comm THEN -1 ELSE 0 END AS dc, CASE WHEN is_comm THEN 0 ELSE -1 END AS dp FROM clipped
+  SELECT e AS t, CASE WHEN is_comm THEN -4294967296 ELSE -1 END AS delta FROM clipped
 ),
-net AS (SELECT t, sum(dc) AS dc, sum(dp) AS dp FROM points GROUP BY t),
-sweep AS (
+net AS (SELECT t, sum(delta) AS delta FROM points GROUP BY t),
+running AS (
   SELECT t, lead(t) OVER (ORDER BY t) AS next_t,
-         sum(dc) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS comm_active,
-         sum(dp) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS compute_active
+         sum(delta) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS active
   FROM net
 ),
+sweep AS (SELECT t, next_t, active / 4294967296 AS comm_active, active % 4294967296 AS compute_active FROM running),
 credited AS (
   SELECT coalesce(sum(CASE WHEN comm_active > 0 THEN next_t - t ELSE 0 END), 0) AS communication,
          coalesce(sum(CASE WHEN comm_active = 0 AND compute_active > 0 THEN next_t - t ELSE 0 END), 0) AS compute
