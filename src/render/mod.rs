@@ -79,17 +79,19 @@ pub fn rows(batches: &[RecordBatch]) -> Vec<serde_json::Map<String, serde_json::
             let mut obj = serde_json::Map::new();
             for (k, f) in schema.fields().iter().enumerate() {
                 let col = b.column(k);
-                let v = if col.is_null(r) {
-                    serde_json::Value::Null
-                } else {
-                    typed_value(col.as_ref(), r).unwrap_or_else(|| text_value(col.data_type(), fmts[k].value(r).to_string()))
-                };
+                let v = if col.is_null(r) { serde_json::Value::Null } else { cell_value(col.as_ref(), &fmts[k], r) };
                 obj.insert(f.name().clone(), v);
             }
             out.push(obj);
         }
     }
     out
+}
+
+/// A non-null cell as its JSON value: off its array where [`typed_value`] can, else from its
+/// text ([`text_value`]).
+fn cell_value(col: &dyn Array, fmt: &ArrayFormatter, r: usize) -> serde_json::Value {
+    typed_value(col, r).unwrap_or_else(|| text_value(col.data_type(), fmt.value(r).to_string()))
 }
 
 /// A cell of an integer, 64-bit float or boolean column as its JSON value, read without
@@ -240,7 +242,7 @@ mod tests {
             let fmt = ArrayFormatter::try_new(col.as_ref(), &opts).unwrap();
             for r in 0..col.len() {
                 let by_text = text_value(col.data_type(), fmt.value(r).to_string());
-                let typed = typed_value(col.as_ref(), r).unwrap_or_else(|| text_value(col.data_type(), fmt.value(r).to_string()));
+                let typed = cell_value(col.as_ref(), &fmt, r);
                 assert_eq!(serde_json::to_string(&typed).unwrap(), serde_json::to_string(&by_text).unwrap(), "{:?} row {r}", col.data_type());
             }
         }
