@@ -747,6 +747,11 @@ impl LineStep {
         (self.host, self.device, self.line, self.step)
     }
 
+    /// The key of `op`'s row (that of [`LineStep::keyed_by`]`(op)`).
+    fn key_of(op: &Op) -> LineStepKey {
+        (op.host, op.device, op.line, op.step)
+    }
+
     /// Folds `other`'s ops and gaps into these (the same key).
     fn add(&mut self, other: &LineStep) {
         self.ops.add(&other.ops);
@@ -1862,7 +1867,7 @@ fn line_steps<'a>(ops: &[Op], gaps: &[Gap], op: impl Fn(usize) -> &'a Op) -> Vec
     // summed in place, without a row of their own to fold.
     let mut last: Option<(LineStepKey, usize)> = None;
     let mut row_of = |keyed_by: &Op, rows: &mut Vec<LineStep>| -> usize {
-        let key = (keyed_by.host, keyed_by.device, keyed_by.line, keyed_by.step);
+        let key = LineStep::key_of(keyed_by);
         match last {
             Some((last_key, slot)) if last_key == key => slot,
             _ => {
