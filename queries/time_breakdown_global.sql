@@ -13,43 +13,32 @@
 --   total_ns        time in the window credited to the category
 --   share_of_total  total_ns / window length (0 when there is no compute)
 WITH iv AS (
-  SELECT start_ns AS s, start_ns + dur_ns AS e, CAST(category AS VARCHAR) = 'communication' AS is_comm
+  SELECT start_ns AS s, start_ns + dur_ns AS e, category = 'communication' AS is_comm
   FROM ops
-  WHERE run_id = {{run_id}} AND CAST(category AS VARCHAR) IN ('compute', 'communication')
+  WHERE run_id = {{run_id}} AND category IN ('compute', 'communication')
     AND line NOT LIKE 'Async%' AND dur_ns > 0
 ),
+-- The window: from the first compute op's start to the last one's end. Every interval is
+-- clipped to it; one that lies outside becomes empty, which `interval_union_ns` leaves out
+-- (a join filter here cost more than the rest of the query).
 win AS (SELECT min(s) AS ws, max(e) AS we FROM iv WHERE NOT is_comm),
 clipped AS (
-  SELECT greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.is_comm
-  FROM iv CROSS JOIN win WHERE iv.e > win.ws AND iv.s < win.we
+  SELECT greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.is_comm, win.ws, win.we FROM iv CROSS JOIN win
 ),
--- Each start adds one to its kind's count of active intervals and each end takes one off,
--- both counts packed in one number (communication × 2^32 + compute): one running sum gives
--- both (a running sum is the costly part of the sweep), and since neither count is ever
--- negative at a point, each unpacks exactly.
-points AS (
-  SELECT s AS t, CASE WHEN is_comm THEN 4294967296 ELSE 1 END AS delta FROM clipped
-  UNION ALL
-  SELECT e AS t, CASE WHEN is_comm THEN -4294967296 ELSE -1 END AS delta FROM clipped
-),
-net AS (SELECT t, sum(delta) AS delta FROM points GROUP BY t),
-running AS (
-  SELECT t, lead(t) OVER (ORDER BY t) AS next_t,
-         sum(delta) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS active
-  FROM net
-),
-sweep AS (SELECT t, next_t, active / 4294967296 AS comm_active, active % 4294967296 AS compute_active FROM running),
+-- Communication is the time any communication op covers, compute the time only compute
+-- covers: everything covered less the communication. `interval_union_ns(start, end)` is
+-- profq's aggregate for the covered time of a set of intervals, overlaps counted once.
+-- The window's length comes along with them (`win` read once more would scan `ops` again).
 credited AS (
-  SELECT coalesce(sum(CASE WHEN comm_active > 0 THEN next_t - t ELSE 0 END), 0) AS communication,
-         coalesce(sum(CASE WHEN comm_active = 0 AND compute_active > 0 THEN next_t - t ELSE 0 END), 0) AS compute
-  FROM sweep WHERE next_t IS NOT NULL
+  SELECT coalesce(interval_union_ns(s, e) FILTER (WHERE is_comm), 0) AS communication,
+         coalesce(interval_union_ns(s, e), 0) AS covered,
+         CASE WHEN max(we) > max(ws) THEN max(we) - max(ws) ELSE 0 END AS w
+  FROM clipped
 ),
-window_len AS (SELECT CASE WHEN we > ws THEN we - ws ELSE 0 END AS w FROM win),
--- One row of totals, read once: DataFusion runs a CTE again for every reference to it, and
--- the sweep above is the costly part.
+-- One row of totals, read once: DataFusion runs a CTE again for every reference to it.
 totals AS (
-  SELECT CASE WHEN w > 0 THEN compute ELSE 0 END AS compute, CASE WHEN w > 0 THEN communication ELSE 0 END AS communication, w
-  FROM credited CROSS JOIN window_len
+  SELECT CASE WHEN w > 0 THEN covered - communication ELSE 0 END AS compute, CASE WHEN w > 0 THEN communication ELSE 0 END AS communication, w
+  FROM credited
 ),
 per_category AS (
   SELECT c.ord, c.category, t.w,
