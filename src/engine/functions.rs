@@ -434,6 +434,21 @@ impl Accumulator for IntervalUnion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::datatypes::Schema;
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::datasource::MemTable;
+    use datafusion::prelude::SessionConfig;
+
+    /// A session with profq's functions and a table `t` of `rows`, split into `partitions`
+    /// partitions of one batch each (made by `batch`): an aggregate over it merges as many
+    /// partial states.
+    fn session_with_table<R>(partitions: usize, schema: &Arc<Schema>, rows: &[R], batch: impl Fn(&[R]) -> RecordBatch) -> SessionContext {
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
+        register(&ctx);
+        let parts: Vec<Vec<RecordBatch>> = rows.chunks(rows.len().div_ceil(partitions)).map(|c| vec![batch(c)]).collect();
+        ctx.register_table("t", Arc::new(MemTable::try_new(schema.clone(), parts).unwrap())).unwrap();
+        ctx
+    }
 
     /// The two event rules equal the patterns the queries matched with before they were
     /// functions, through DataFusion's own regex and `lower` (names from real captures, and
@@ -507,10 +522,6 @@ mod tests {
     /// several (a store query) or made row by row.
     #[tokio::test]
     async fn top_value_picks_the_heaviest_value() {
-        use datafusion::arrow::datatypes::Schema;
-        use datafusion::arrow::record_batch::RecordBatch;
-        use datafusion::datasource::MemTable;
-        use datafusion::prelude::SessionConfig;
         let rows: [(&str, Option<&str>, Option<i64>); 11] = [
             ("a", Some("x"), Some(2)),
             ("a", Some("y"), Some(3)),
@@ -536,10 +547,7 @@ mod tests {
             RecordBatch::try_new(schema.clone(), columns).unwrap()
         };
         for partitions in [1, 3] {
-            let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
-            register(&ctx);
-            let parts: Vec<Vec<RecordBatch>> = rows.chunks(rows.len().div_ceil(partitions)).map(|c| vec![batch(c)]).collect();
-            ctx.register_table("t", Arc::new(MemTable::try_new(schema.clone(), parts).unwrap())).unwrap();
+            let ctx = session_with_table(partitions, &schema, &rows, batch);
             for sql in [
                 "SELECT g, top_value(v, w) AS top FROM t GROUP BY g ORDER BY g",
                 "SELECT g, top_value(v, w) AS top FROM (SELECT g, v, w FROM t ORDER BY w) GROUP BY g ORDER BY g",
@@ -564,10 +572,6 @@ mod tests {
     /// with FILTER, and without grouping.
     #[tokio::test]
     async fn interval_union_counts_covered_time_once() {
-        use datafusion::arrow::datatypes::Schema;
-        use datafusion::arrow::record_batch::RecordBatch;
-        use datafusion::datasource::MemTable;
-        use datafusion::prelude::SessionConfig;
         // A fixed pseudo-random spread of intervals over two groups, then the edge cases.
         let mut seed = 0x9e37_79b9_u64;
         let mut next = |below: u64| {
@@ -607,10 +611,7 @@ mod tests {
             RecordBatch::try_new(schema.clone(), columns).unwrap()
         };
         for partitions in [1, 3] {
-            let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
-            register(&ctx);
-            let parts: Vec<Vec<RecordBatch>> = rows.chunks(rows.len().div_ceil(partitions)).map(|c| vec![batch(c)]).collect();
-            ctx.register_table("t", Arc::new(MemTable::try_new(schema.clone(), parts).unwrap())).unwrap();
+            let ctx = session_with_table(partitions, &schema, &rows, batch);
             let sql = "SELECT g, interval_union_ns(s, e) AS u FROM t GROUP BY g \
                        UNION ALL SELECT 'odd', interval_union_ns(s, e) FILTER (WHERE s % 2 = 1) FROM t ORDER BY g";
             let mut got = Vec::new();
