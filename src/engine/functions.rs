@@ -64,6 +64,26 @@ fn strings(arg: &ArrayRef) -> Result<StringArray, DataFusionError> {
     Ok(utf8.as_any().downcast_ref::<StringArray>().expect("cast to Utf8 gives a StringArray").clone())
 }
 
+fn int64s(arg: &ArrayRef) -> Result<Int64Array, DataFusionError> {
+    let int64 = cast(arg, &DataType::Int64)?;
+    Ok(int64.as_any().downcast_ref::<Int64Array>().expect("cast to Int64 gives an Int64Array").clone())
+}
+
+/// The field of an aggregate's state column `name`: a list of `item` values per group.
+fn state_list_field(name: &str, item: DataType) -> FieldRef {
+    Arc::new(Field::new(name, DataType::List(Arc::new(Field::new_list_field(item, true))), true))
+}
+
+/// A state column of [`state_list_field`]'s type: each group's `items`, cut by `offsets`.
+fn state_list(offsets: OffsetBuffer<i32>, items: ArrayRef) -> ListArray {
+    ListArray::new(Arc::new(Field::new_list_field(items.data_type().clone(), true)), offsets, items, None)
+}
+
+/// A state column handed back to `function`'s merge, as the list [`state_list`] made.
+fn as_state_list(column: &ArrayRef, function: &str) -> Result<ListArray, DataFusionError> {
+    column.as_any().downcast_ref::<ListArray>().cloned().ok_or_else(|| DataFusionError::Internal(format!("{function} state is not a list")))
+}
+
 fn shape_signature_udf(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
     let arrays = ColumnarValue::values_to_arrays(args)?;
     let shapes = strings(&arrays[0])?;
@@ -164,8 +184,7 @@ impl AggregateUDFImpl for TopValueFunction {
         Ok(DataType::Utf8)
     }
     fn state_fields(&self, _args: StateFieldsArgs) -> Result<Vec<FieldRef>, DataFusionError> {
-        let list_of = |name: &str, t: DataType| Arc::new(Field::new(name, DataType::List(Arc::new(Field::new_list_field(t, true))), true));
-        Ok(vec![list_of("values", DataType::Utf8), list_of("weights", DataType::Int64)])
+        Ok(vec![state_list_field("values", DataType::Utf8), state_list_field("weights", DataType::Int64)])
     }
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>, DataFusionError> {
         Ok(Box::<TopValues>::default())
@@ -199,8 +218,7 @@ impl TopValues {
 
     /// Adds rows `(value, weight)` to the groups `group_of(row)` says (None: row left out).
     fn add(&mut self, values: &ArrayRef, weights: &ArrayRef, group_of: impl Fn(usize) -> Option<usize>, total_groups: usize) -> Result<(), DataFusionError> {
-        let (values, weights) = (strings(values)?, cast(weights, &DataType::Int64)?);
-        let weights = weights.as_any().downcast_ref::<Int64Array>().expect("cast to Int64 gives an Int64Array");
+        let (values, weights) = (strings(values)?, int64s(weights)?);
         if self.groups.len() < total_groups {
             self.groups.resize_with(total_groups, BTreeMap::new);
         }
@@ -227,17 +245,12 @@ impl TopValues {
         let offsets = OffsetBuffer::from_lengths(groups.clone().map(BTreeMap::len));
         let values: StringArray = groups.clone().flat_map(|g| g.keys().map(|&id| Some(&*self.values[id as usize]))).collect();
         let weights: Int64Array = groups.flat_map(|g| g.values().map(|&w| Some(w))).collect();
-        let list = |offsets: OffsetBuffer<i32>, items: ArrayRef| -> ArrayRef {
-            Arc::new(ListArray::new(Arc::new(Field::new_list_field(items.data_type().clone(), true)), offsets, items, None))
-        };
-        vec![list(offsets.clone(), Arc::new(values)), list(offsets, Arc::new(weights))]
+        vec![Arc::new(state_list(offsets.clone(), Arc::new(values))), Arc::new(state_list(offsets, Arc::new(weights)))]
     }
 
     /// Merges state lists (see [`TopValues::lists`]) into the groups `group_of(row)` says.
     fn merge(&mut self, states: &[ArrayRef], group_of: impl Fn(usize) -> usize, total_groups: usize) -> Result<(), DataFusionError> {
-        let list =
-            |a: &ArrayRef| a.as_any().downcast_ref::<ListArray>().cloned().ok_or_else(|| DataFusionError::Internal("top_value state is not a list".into()));
-        let (values, weights) = (list(&states[0])?, list(&states[1])?);
+        let (values, weights) = (as_state_list(&states[0], "top_value")?, as_state_list(&states[1], "top_value")?);
         let offsets = values.value_offsets().to_vec();
         let row_of_item: Vec<usize> = (0..values.len()).flat_map(|row| std::iter::repeat_n(row, (offsets[row + 1] - offsets[row]) as usize)).collect();
         let first = offsets[0] as usize;
@@ -338,8 +351,7 @@ impl AggregateUDFImpl for IntervalUnionFunction {
         Ok(DataType::Int64)
     }
     fn state_fields(&self, _args: StateFieldsArgs) -> Result<Vec<FieldRef>, DataFusionError> {
-        let list_of = |name: &str| Arc::new(Field::new(name, DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true))), true));
-        Ok(vec![list_of("starts"), list_of("ends")])
+        Ok(vec![state_list_field("starts", DataType::Int64), state_list_field("ends", DataType::Int64)])
     }
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>, DataFusionError> {
         Ok(Box::<IntervalUnion>::default())
@@ -355,9 +367,7 @@ struct IntervalUnion {
 
 impl IntervalUnion {
     fn add(&mut self, starts: &ArrayRef, ends: &ArrayRef) -> Result<(), DataFusionError> {
-        let (starts, ends) = (cast(starts, &DataType::Int64)?, cast(ends, &DataType::Int64)?);
-        let int64 = |a: &ArrayRef| a.as_any().downcast_ref::<Int64Array>().expect("cast to Int64 gives an Int64Array").clone();
-        let (starts, ends) = (int64(&starts), int64(&ends));
+        let (starts, ends) = (int64s(starts)?, int64s(ends)?);
         self.intervals.reserve(starts.len());
         for (start, end) in starts.iter().zip(ends.iter()) {
             if let (Some(start), Some(end)) = (start, end) {
@@ -407,20 +417,14 @@ impl Accumulator for IntervalUnion {
 
     fn state(&mut self) -> Result<Vec<ScalarValue>, DataFusionError> {
         self.merge_overlaps();
-        let list = |values: Int64Array| -> ScalarValue {
-            let offsets = OffsetBuffer::from_lengths([values.len()]);
-            ScalarValue::List(Arc::new(ListArray::new(Arc::new(Field::new_list_field(DataType::Int64, true)), offsets, Arc::new(values), None)))
-        };
+        let list = |values: Int64Array| ScalarValue::List(Arc::new(state_list(OffsetBuffer::from_lengths([values.len()]), Arc::new(values))));
         let starts: Int64Array = self.intervals.iter().map(|&(start, _)| Some(start)).collect();
         let ends: Int64Array = self.intervals.iter().map(|&(_, end)| Some(end)).collect();
         Ok(vec![list(starts), list(ends)])
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<(), DataFusionError> {
-        let list = |a: &ArrayRef| {
-            a.as_any().downcast_ref::<ListArray>().cloned().ok_or_else(|| DataFusionError::Internal("interval_union_ns state is not a list".into()))
-        };
-        let (starts, ends) = (list(&states[0])?, list(&states[1])?);
+        let (starts, ends) = (as_state_list(&states[0], "interval_union_ns")?, as_state_list(&states[1], "interval_union_ns")?);
         // Every row of a state is one partial group's intervals, a start and an end per item.
         for row in 0..starts.len() {
             if starts.is_valid(row) && ends.is_valid(row) {
