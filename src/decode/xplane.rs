@@ -131,6 +131,8 @@ struct PlaneCtx {
     /// The plane's [`Role::Skip`] stats, dropped as their events are read.
     skips: StatSkips,
     events: IdMap<EventMeta>,
+    /// Every arg of every event is kept (no [`Capture::args_kept`]: an ingest).
+    all_args: bool,
 }
 
 /// The stats [`read_event`] drops on sight by their metadata id, when it is below 128 (one byte:
@@ -178,6 +180,9 @@ const MIN_STAT_BYTES: usize = 6;
 
 /// Arg text a unit reserves per event ([`decode_unit`]).
 const ARG_BYTES_PER_EVENT: usize = 8;
+
+/// Args a unit reserves per event where every arg is kept ([`decode_unit`]).
+const ALL_ARGS_PER_EVENT: usize = 2;
 
 /// Events between two marks of a [`LineJob`]; units of work start at multiples of it.
 const EVENTS_PER_MARK: usize = 1024;
@@ -824,7 +829,7 @@ fn prepare_planes<'a>(
 
         // Lines: headers and events' bytes once every plane's metadata is read.
         pending_lines.extend(line_slices.into_iter().map(|(bytes, off)| (plane_index, ctxs.len(), bytes, off)));
-        ctxs.push(PlaneCtx { skips: StatSkips::of(&stats), stats, events });
+        ctxs.push(PlaneCtx { skips: StatSkips::of(&stats), stats, events, all_args: capture.args_kept.is_none() });
     }
 
     // The lines are split into events on every worker (a CPU line can hold most of a file's
@@ -1273,8 +1278,12 @@ fn decode_unit(job: &LineJob, range: std::ops::Range<usize>, ctxs: &[PlaneCtx], 
     // events keep, and though never touched, it moved each part's buffers onto fresh pages
     // (summarize, tiled ×10 file: peak ~515 against ~455 MB and ~10 % more page faults; 8
     // hosts ~525 against ~475 MB; the time within this VM's noise, session 38).
+    // A decode that keeps every arg (an ingest) fills far more: there the room is for what a
+    // CPU capture's events hold (~1.6 args and ~9 bytes of text each), so that the columns
+    // are not copied into fresh pages as they double.
     let (span, events) = (job.mark(range.end) - job.mark(range.start), range.len());
-    chunk.reserve_args((span / MIN_STAT_BYTES).min(events), (span / 2).min(events * ARG_BYTES_PER_EVENT));
+    let per_event = if ctxs[job.plane].all_args { ALL_ARGS_PER_EVENT } else { 1 };
+    chunk.reserve_args((span / MIN_STAT_BYTES).min(events * per_event), (span / 2).min(events * per_event * ARG_BYTES_PER_EVENT));
     let mut fields = job.fields_from(range.start)?;
     let mut next_event = || next_event_field(&mut fields);
     let mut scratch = String::new();
