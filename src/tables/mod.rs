@@ -412,9 +412,9 @@ fn local_dict(values: &ArrayRef, ids: impl Iterator<Item = u32>) -> ArrayRef {
     shared_dict(values, ids)
 }
 
-/// The `ops` table's columns, copied out of a part's op rows in one pass: `Op` rows are wide
-/// (~240 bytes), so each column then reads a compact vector instead of striding over every
-/// row again. Held as ids (of the pool, of the part's local strings, of [`derive::LABEL_TEXTS`])
+/// The `ops` table's columns, copied out of a part's op rows once: `Op` rows are wide (152
+/// bytes), so each column then reads a compact vector instead of striding over every row
+/// again. Held as ids (of the pool, of the part's local strings, of [`derive::LABEL_TEXTS`])
 /// for ingest's writer ([`OpColumns::rows`]) and made Arrow arrays for analyses in memory
 /// (`ops_batch`).
 pub struct OpColumns {
