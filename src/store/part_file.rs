@@ -553,8 +553,19 @@ impl NameColumn {
             let rows = (self.page_rows_limit - self.page_rows).min(ids.len() - row);
             let page = &ids[row..row + rows];
             let NameColumn { remap, dictionary, page_keys, page_levels, .. } = self;
-            let key = |&id: &u32| remap.key(dictionary, id as usize, || strings.text(id).unwrap_or(""));
-            if nullable {
+            let mut key = |&id: &u32| remap.key(dictionary, id as usize, || strings.text(id).unwrap_or(""));
+            let first = page[0];
+            // One id down the whole piece (a line's host, plane, device and line; a column null
+            // on every event of it): one lookup and a fill, not one a row.
+            if page.iter().all(|&id| id == first) {
+                let level = present(first);
+                if level {
+                    page_keys.resize(page_keys.len() + rows, key(&first));
+                }
+                if nullable {
+                    page_levels.resize(page_levels.len() + rows, level as u8);
+                }
+            } else if nullable {
                 page_levels.extend(page.iter().map(|&id| present(id) as u8));
                 page_keys.extend(page.iter().filter(|&&id| present(id)).map(key));
             } else {
