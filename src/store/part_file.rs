@@ -910,6 +910,24 @@ impl<V: Scalar> ScalarColumn<V> {
         Ok(())
     }
 
+    /// Adds `rows` nulls.
+    fn push_nulls(&mut self, mut rows: usize) -> Result<()> {
+        if self.pages.descr.max_def_level() == 0 {
+            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
+        }
+        while rows > 0 {
+            let piece = (self.page_rows_limit - self.page_rows).min(rows);
+            self.page_levels.resize(self.page_levels.len() + piece, 0);
+            self.nulls += piece as u64;
+            self.page_rows += piece;
+            rows -= piece;
+            if self.page_rows == self.page_rows_limit {
+                self.finish_page()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Widens the chunk's min and max by the page's values from `first_new` on.
     fn note_min_max(&mut self, first_new: usize) {
         self.min_max = V::widen(self.min_max, &self.page_values[first_new..], self.unsigned);
@@ -956,6 +974,9 @@ impl ScalarColumn<i64> {
     fn write_values(&mut self, values: &[i64], null: Option<i64>) -> Result<()> {
         match null.filter(|null| values.contains(null)) {
             None => self.push_values(values, None::<fn(usize) -> bool>),
+            // A column null on every event of a piece (most events carry no program id, step
+            // or correlation id): levels filled, no value looked at a row at a time.
+            Some(null) if values.iter().all(|&v| v == null) => self.push_nulls(values.len()),
             Some(null) => self.push_values(values, Some(|r| values[r] != null)),
         }
     }
