@@ -433,6 +433,11 @@ impl ChunkPages {
     }
 }
 
+/// The error for a null in column `column`, whose schema says it has none.
+fn null_in_required(column: impl std::fmt::Display) -> ParquetError {
+    ParquetError::General(format!("column {column} is not nullable but has a null"))
+}
+
 /// A thread's zstd context, at the level it was last set to, and the buffer it compresses a
 /// page into.
 struct PageCompressor {
@@ -524,7 +529,7 @@ impl NameColumn {
         let keys = dict.keys();
         let nullable = self.pages.descr.max_def_level() > 0;
         if !nullable && dict.logical_null_count() > 0 {
-            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
+            return Err(null_in_required(self.pages.descr.name()));
         }
         self.remap.keyed_by(RemapSource::Values(dict.values().clone()));
         let key_values = keys.values();
@@ -546,7 +551,7 @@ impl NameColumn {
         let present = |id: u32| (id as usize) < held;
         let nullable = self.pages.descr.max_def_level() > 0;
         if !nullable && !ids.iter().all(|&id| present(id)) {
-            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
+            return Err(null_in_required(self.pages.descr.name()));
         }
         let mut row = 0;
         while row < ids.len() {
@@ -597,7 +602,7 @@ impl NameColumn {
                         }
                     }
                     None if nullable => self.page_levels.push(0),
-                    None => return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name()))),
+                    None => return Err(null_in_required(self.pages.descr.name())),
                 }
             }
             self.page_rows += rows;
@@ -865,7 +870,7 @@ impl<V: Scalar> ScalarColumn<V> {
     fn push_values(&mut self, values: &[V], present: Option<impl Fn(usize) -> bool>) -> Result<()> {
         let nullable = self.pages.descr.max_def_level() > 0;
         if !nullable && present.is_some() {
-            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
+            return Err(null_in_required(self.pages.descr.name()));
         }
         let mut row = 0;
         while row < values.len() {
@@ -913,7 +918,7 @@ impl<V: Scalar> ScalarColumn<V> {
     /// Adds `rows` nulls.
     fn push_nulls(&mut self, mut rows: usize) -> Result<()> {
         if self.pages.descr.max_def_level() == 0 {
-            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.pages.descr.name())));
+            return Err(null_in_required(self.pages.descr.name()));
         }
         while rows > 0 {
             let piece = (self.page_rows_limit - self.page_rows).min(rows);
@@ -1126,7 +1131,7 @@ impl TextMapColumn {
     fn write(&mut self, array: &ArrayRef) -> Result<()> {
         let map = array.as_map();
         if map.null_count() > 0 {
-            return Err(ParquetError::General(format!("column {} is not nullable but has a null", self.key.descr.path())));
+            return Err(null_in_required(self.key.descr.path()));
         }
         let keys = map.keys().as_string::<i32>();
         let values = map.values().as_string::<i32>();
