@@ -97,7 +97,8 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
         Source::Input(path) => {
             // Only the columns the statements read are built (ops and gaps, the largest tables).
             let read = crate::engine::reads::columns_read(statements.iter().map(|s| s.sql.as_str()));
-            let (engine, slots) = Engine::pending(spread, read.clone());
+            let declared = statements.iter().map(|s| s.sql.clone()).collect();
+            let (engine, slots) = Engine::pending(spread, read.clone(), declared);
             let planner = IdlePlanner::new(&engine, statements);
             let (start, rows_seen) = (planner.start_signal(), planner.rows_seen());
             let watch =

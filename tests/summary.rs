@@ -610,7 +610,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     let path = input.display().to_string();
     let direct = summary::summarize(&Engine::from_tables(&tables, "input", Spread::Narrow).unwrap(), "input", &path, &opts).await.unwrap();
 
-    let (engine, slots) = Engine::pending(Spread::Narrow, profq::tables::ColumnsRead::every());
+    let (engine, slots) = Engine::pending(Spread::Narrow, profq::tables::ColumnsRead::every(), Default::default());
     let early = engine.plan("SELECT count(*) AS n FROM ops").await.unwrap();
     let err = early.execute().await.unwrap_err();
     assert!(err.0.contains("ops was read before its rows were given"), "{err}");
@@ -638,8 +638,9 @@ async fn an_analysis_builds_the_columns_it_reads_and_refuses_others() {
     let pruned = profq::ingest::load_tables_telling(&input, "input", &[], read.clone(), Default::default()).unwrap();
     let whole = profq::ingest::load_tables(&input, "input", &[]).unwrap();
     assert_eq!(pruned.rows("ops"), whole.rows("ops"));
-    let (engine, slots) = Engine::pending(Spread::Narrow, read);
+    let (engine, slots) = Engine::pending(Spread::Narrow, read, [declared.to_string()].into());
     slots.fill(&[(&pruned, "input")]).unwrap();
+    // Declared: planned without a second scan of what it reads.
     let answer = engine.sql(declared).await.unwrap();
     let expected = Engine::from_tables(&whole, "input", Spread::Narrow).unwrap().sql(declared).await.unwrap();
     assert_eq!(profq::render::rows(&answer), profq::render::rows(&expected));

@@ -29,7 +29,7 @@ use datafusion::physical_plan::memory::{LazyBatchGenerator, LazyMemoryExec};
 use datafusion::physical_plan::ExecutionPlan;
 use parking_lot::RwLock;
 use std::any::Any;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A table's batches, dealt to its partitions; set once.
@@ -145,8 +145,9 @@ impl Planned {
 impl Engine {
     /// An engine over one run in memory whose batches are given later ([`TableSlots::fill`]);
     /// queries may be planned before then, and executed after. Its tables will hold the
-    /// columns `built` reads (see [`crate::tables::ColumnsRead`]).
-    pub fn pending(spread: Spread, built: ColumnsRead) -> (Engine, TableSlots) {
+    /// columns `built` reads (see [`crate::tables::ColumnsRead`]), found from the statements
+    /// `declared`.
+    pub fn pending(spread: Spread, built: ColumnsRead, declared: HashSet<String>) -> (Engine, TableSlots) {
         let partitions = spread.partitions();
         let ctx = super::in_memory_session(spread, super::Rows::Later);
         let mut slots = Vec::new();
@@ -156,7 +157,7 @@ impl Engine {
             ctx.register_table(t.name, Arc::new(table)).expect("a new session takes every table name");
             slots.push((t.name, slot));
         }
-        (Engine { ctx, built: Arc::new(built) }, TableSlots { slots: Arc::new(slots), partitions })
+        (Engine { ctx, built: Arc::new(built), declared: Arc::new(declared) }, TableSlots { slots: Arc::new(slots), partitions })
     }
 }
 

@@ -20,6 +20,7 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::optimizer::OptimizerRule;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::*;
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -32,6 +33,9 @@ pub struct Engine {
     pub ctx: SessionContext,
     /// The columns its tables hold; the others hold zeros, and no statement may read them.
     built: Arc<ColumnsRead>,
+    /// The statements `built` was found from ([`Engine::pending`]): [`Engine::plan`] does not
+    /// scan those again for the columns they read.
+    declared: Arc<HashSet<String>>,
 }
 
 /// A refused or failed query, as one line.
@@ -211,7 +215,7 @@ impl PhysicalOptimizerRule for OneStreamRequirements {
 
 impl Engine {
     fn over_every_column(ctx: SessionContext) -> Engine {
-        Engine { ctx, built: Arc::new(ColumnsRead::every()) }
+        Engine { ctx, built: Arc::new(ColumnsRead::every()), declared: Default::default() }
     }
 
     pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
@@ -261,7 +265,7 @@ impl Engine {
             let mem = MemTable::try_new(table_schema(t), dealt_batches(t, runs, partitions)?).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
-        Ok(Engine { ctx, built: Arc::new(built) })
+        Ok(Engine { ctx, built: Arc::new(built), declared: Default::default() })
     }
 
     /// The tables of one run as an analysis in memory holds them, in batches of the contract
@@ -332,7 +336,7 @@ impl Engine {
 
     /// Plans one read-only SQL statement, down to its physical plan.
     pub async fn plan(&self, sql: &str) -> Result<ahead::Planned, QueryError> {
-        if !self.built.is_every() {
+        if !self.built.is_every() && !self.declared.contains(sql) {
             if let Some((table, column)) = self.built.first_missing(&reads::columns_read([sql])) {
                 return Err(QueryError(format!("this analysis built its tables without {table}.{column}, which a statement it did not declare ahead reads")));
             }
