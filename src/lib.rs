@@ -35,3 +35,16 @@ pub mod summary;
 pub mod tables;
 pub mod timing;
 pub mod work_queue;
+
+/// A fixed pseudo-random sequence for tests (xorshift64 from `seed`, which must not be 0):
+/// the same numbers on every run and machine.
+#[cfg(test)]
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}

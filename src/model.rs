@@ -958,18 +958,12 @@ mod tests {
     /// A column built by `set` calls of events `0..len` at the given density, and the same
     /// values as a plain vector of options (the reference).
     fn column(seed: u64, len: usize, per_mille: u64) -> (SparseColumn<i64>, Vec<Option<i64>>) {
-        let mut state = seed | 1;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(seed | 1);
         let mut col = SparseColumn::default();
         let reference = (0..len)
             .map(|i| {
                 if next() % 1000 >= per_mille {
-                    if next() % 4 == 0 {
+                    if next().is_multiple_of(4) {
                         col.set(i, len, NULL_I64);
                     }
                     return None;

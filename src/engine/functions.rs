@@ -577,13 +577,8 @@ mod tests {
     #[tokio::test]
     async fn interval_union_counts_covered_time_once() {
         // A fixed pseudo-random spread of intervals over two groups, then the edge cases.
-        let mut seed = 0x9e37_79b9_u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % below) as i64
-        };
+        let mut random = crate::xorshift(0x9e37_79b9);
+        let mut next = |below: u64| (random() % below) as i64;
         type Row<'a> = (&'a str, Option<i64>, Option<i64>);
         let mut rows: Vec<Row> = (0..400)
             .map(|k| {

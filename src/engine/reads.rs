@@ -232,21 +232,15 @@ mod tests {
         ];
         // Each of these makes the scan leave the text to the tokenizer.
         const RARE: [&str; 10] = ["/*", "$", "$$", "`", "#", "@", "?", "é", "0x1F", "2e5"];
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut scanned = 0;
         for _ in 0..20_000 {
             let len = 1 + next() % 24;
             let mut sql = String::new();
             for _ in 0..len {
-                let (pieces, k): (&[&str], u64) = if next() % 40 == 0 { (&RARE, RARE.len() as u64) } else { (&PLAIN, PLAIN.len() as u64) };
+                let (pieces, k): (&[&str], u64) = if next().is_multiple_of(40) { (&RARE, RARE.len() as u64) } else { (&PLAIN, PLAIN.len() as u64) };
                 sql.push_str(pieces[(next() % k) as usize]);
-                if next() % 3 != 0 {
+                if !next().is_multiple_of(3) {
                     sql.push(' ');
                 }
             }

@@ -1764,14 +1764,12 @@ mod tests {
     /// bit `b` is bit `i * width + b` of the miniblock, least significant first.
     #[test]
     fn miniblocks_pack_at_every_width_as_the_format_says() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         for width in 0..=64u8 {
             let mut values = [0u64; DELTA_MINIBLOCK];
             for v in values.iter_mut() {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                *v = if width == 64 { seed } else { seed & ((1u64 << width) - 1) };
+                let r = random();
+                *v = if width == 64 { r } else { r & ((1u64 << width) - 1) };
             }
             let mut out = vec![0xAB];
             pack_miniblock(&values, width, &mut out);
@@ -1788,17 +1786,10 @@ mod tests {
     /// zeros past the values given.
     #[test]
     fn keys_bit_pack_at_every_width_as_the_format_says() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut random = crate::xorshift(0x2545_f491_4f6c_dd1d);
         for width in 1..=32u8 {
             for len in [0usize, 5, 8, 13, 24] {
-                let values: Vec<u32> = (0..len)
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 7;
-                        seed ^= seed << 17;
-                        (seed & ((1u64 << width) - 1)) as u32
-                    })
-                    .collect();
+                let values: Vec<u32> = (0..len).map(|_| (random() & ((1u64 << width) - 1)) as u32).collect();
                 let count = len.div_ceil(8).max(1) * 8;
                 let mut out = vec![0xCD];
                 bit_pack(&values, count, width, &mut out);
@@ -1814,18 +1805,12 @@ mod tests {
 
     #[test]
     fn bit_levels_encode_as_the_generic_encoder_does() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut random = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut random = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut cases: Vec<Vec<u8>> = vec![vec![], vec![1], vec![0; 7], vec![1; 8], vec![0; 9], vec![1; 70_000]];
         for len in [3usize, 8, 15, 16, 17, 63, 64, 65, 511, 512, 513, 1000, 20_000] {
             // Random levels, long runs cut by noise, and runs of every length around eight.
             cases.push((0..len).map(|_| (random() & 1) as u8).collect());
-            cases.push((0..len).map(|k| ((k / 97) % 2) as u8 ^ (random() % 50 == 0) as u8).collect());
+            cases.push((0..len).map(|k| ((k / 97) % 2) as u8 ^ random().is_multiple_of(50) as u8).collect());
             cases.push((0..len).map(|k| ((k / (1 + k % 13)) % 2) as u8).collect());
         }
         for levels in cases {
