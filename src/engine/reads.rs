@@ -32,6 +32,13 @@ fn statement_reads(sql: &str) -> ColumnsRead {
     plain_words(sql).or_else(|| tokenized_words(sql)).map_or_else(ColumnsRead::every, Words::reads)
 }
 
+/// A statement's words (lowercased, outside strings and comments) and whether it reads
+/// whole tables: a projection's `*`, or `NATURAL`.
+struct Words<'a> {
+    words: Vec<Cow<'a, str>>,
+    whole: bool,
+}
+
 impl Words<'_> {
     /// The columns of the contract a statement with these words may read.
     fn reads(self) -> ColumnsRead {
@@ -48,13 +55,6 @@ impl Words<'_> {
         }
         read
     }
-}
-
-/// A statement's words (lowercased, outside strings and comments) and whether it reads
-/// whole tables: a projection's `*`, or `NATURAL`.
-struct Words<'a> {
-    words: Vec<Cow<'a, str>>,
-    whole: bool,
 }
 
 /// [`Words`] from sqlparser's tokens; None where the text does not tokenize.
