@@ -96,9 +96,9 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
         }
         Source::Input(path) => {
             // Only the columns the statements read are built (ops and gaps, the largest tables).
-            let read = crate::engine::reads::columns_read(statements.iter().map(|s| s.sql.as_str()));
-            let declared = statements.iter().map(|s| s.sql.clone()).collect();
-            let (engine, slots) = Engine::pending(spread, read.clone(), declared);
+            let declared = crate::engine::reads::Declared::of(statements.iter().map(|s| s.sql.clone()));
+            let read = declared.columns.clone();
+            let (engine, slots) = Engine::pending(spread, declared);
             let planner = IdlePlanner::new(&engine, statements);
             let (start, rows_seen) = (planner.start_signal(), planner.rows_seen());
             let watch =

@@ -602,7 +602,7 @@ fn input_summary_equals_stored_run_summary() {
 /// plan executed before its tables are given fails with an error rather than empty rows.
 #[tokio::test]
 async fn statements_planned_ahead_read_the_tables_given_later() {
-    use profq::engine::{Engine, Spread};
+    use profq::engine::{reads::Declared, Engine, Spread};
     use profq::summary::{self, SummaryOptions};
     let input = jax_cpu("mlp_train");
     let tables = profq::ingest::load_tables(&input, "input", &[]).unwrap();
@@ -610,7 +610,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     let path = input.display().to_string();
     let direct = summary::summarize(&Engine::from_tables(&tables, "input", Spread::Narrow).unwrap(), "input", &path, &opts).await.unwrap();
 
-    let (engine, slots) = Engine::pending(Spread::Narrow, profq::tables::ColumnsRead::every(), Default::default());
+    let (engine, slots) = Engine::pending(Spread::Narrow, Declared::columns(profq::tables::ColumnsRead::every()));
     let early = engine.plan("SELECT count(*) AS n FROM ops").await.unwrap();
     let err = early.execute().await.unwrap_err();
     assert!(err.0.contains("ops was read before its rows were given"), "{err}");
@@ -630,15 +630,16 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
 /// that reads a column left out is refused rather than answered from the zeros there.
 #[tokio::test]
 async fn an_analysis_builds_the_columns_it_reads_and_refuses_others() {
-    use profq::engine::{reads::columns_read, Engine, Spread};
+    use profq::engine::{reads::Declared, Engine, Spread};
     let input = jax_cpu("multi_device_dp");
     let declared = "SELECT device, sum(self_ns) AS busy, count(*) AS n FROM ops WHERE run_id = 'input' GROUP BY device ORDER BY device";
-    let read = columns_read([declared]);
+    let ahead = Declared::of([declared.to_string()]);
+    let read = ahead.columns.clone();
     assert!(read.reads("ops", "self_ns") && !read.reads("ops", "flops") && !read.reads("gaps", "gap_ns"));
     let pruned = profq::ingest::load_tables_telling(&input, "input", &[], read.clone(), Default::default()).unwrap();
     let whole = profq::ingest::load_tables(&input, "input", &[]).unwrap();
     assert_eq!(pruned.rows("ops"), whole.rows("ops"));
-    let (engine, slots) = Engine::pending(Spread::Narrow, read, [declared.to_string()].into());
+    let (engine, slots) = Engine::pending(Spread::Narrow, ahead);
     slots.fill(&[(&pruned, "input")]).unwrap();
     // Declared: planned without a second scan of what it reads.
     let answer = engine.sql(declared).await.unwrap();

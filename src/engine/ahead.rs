@@ -17,7 +17,7 @@
 //! a capture without collectives, compilation or transfers plans three statements fewer.
 
 use super::{dealt_batches, table_schema, Engine, QueryError, Spread};
-use crate::tables::{schema, ColumnsRead, RunTables};
+use crate::tables::{schema, RunTables};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -29,7 +29,7 @@ use datafusion::physical_plan::memory::{LazyBatchGenerator, LazyMemoryExec};
 use datafusion::physical_plan::ExecutionPlan;
 use parking_lot::RwLock;
 use std::any::Any;
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A table's batches, dealt to its partitions; set once.
@@ -145,9 +145,8 @@ impl Planned {
 impl Engine {
     /// An engine over one run in memory whose batches are given later ([`TableSlots::fill`]);
     /// queries may be planned before then, and executed after. Its tables will hold the
-    /// columns `built` reads (see [`crate::tables::ColumnsRead`]), found from the statements
-    /// `declared`.
-    pub fn pending(spread: Spread, built: ColumnsRead, declared: HashSet<String>) -> (Engine, TableSlots) {
+    /// columns `built` says (see [`super::reads::Declared`]).
+    pub fn pending(spread: Spread, built: super::reads::Declared) -> (Engine, TableSlots) {
         let partitions = spread.partitions();
         let ctx = super::in_memory_session(spread, super::Rows::Later);
         let mut slots = Vec::new();
@@ -157,7 +156,7 @@ impl Engine {
             ctx.register_table(t.name, Arc::new(table)).expect("a new session takes every table name");
             slots.push((t.name, slot));
         }
-        (Engine { ctx, built: Arc::new(built), declared: Arc::new(declared) }, TableSlots { slots: Arc::new(slots), partitions })
+        (Engine { ctx, built: Arc::new(built) }, TableSlots { slots: Arc::new(slots), partitions })
     }
 }
 

@@ -20,7 +20,7 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::optimizer::OptimizerRule;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::*;
-use std::collections::HashSet;
+use reads::Declared;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -31,11 +31,9 @@ const MEM_BATCH_ROWS: usize = 8192;
 #[derive(Clone)]
 pub struct Engine {
     pub ctx: SessionContext,
-    /// The columns its tables hold; the others hold zeros, and no statement may read them.
-    built: Arc<ColumnsRead>,
-    /// The statements `built` was found from ([`Engine::pending`]): [`Engine::plan`] does not
-    /// scan those again for the columns they read.
-    declared: Arc<HashSet<String>>,
+    /// The columns its tables hold (the others hold zeros, and no statement may read them),
+    /// and the statements they were built for.
+    built: Arc<Declared>,
 }
 
 /// A refused or failed query, as one line.
@@ -215,7 +213,7 @@ impl PhysicalOptimizerRule for OneStreamRequirements {
 
 impl Engine {
     fn over_every_column(ctx: SessionContext) -> Engine {
-        Engine { ctx, built: Arc::new(ColumnsRead::every()), declared: Default::default() }
+        Engine { ctx, built: Arc::new(Declared::columns(ColumnsRead::every())) }
     }
 
     pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
@@ -265,7 +263,7 @@ impl Engine {
             let mem = MemTable::try_new(table_schema(t), dealt_batches(t, runs, partitions)?).map_err(|e| QueryError(e.to_string()))?;
             ctx.register_table(t.name, Arc::new(mem)).map_err(|e| QueryError(e.to_string()))?;
         }
-        Ok(Engine { ctx, built: Arc::new(built), declared: Default::default() })
+        Ok(Engine { ctx, built: Arc::new(Declared::columns(built)) })
     }
 
     /// The tables of one run as an analysis in memory holds them, in batches of the contract
@@ -336,10 +334,8 @@ impl Engine {
 
     /// Plans one read-only SQL statement, down to its physical plan.
     pub async fn plan(&self, sql: &str) -> Result<ahead::Planned, QueryError> {
-        if !self.built.is_every() && !self.declared.contains(sql) {
-            if let Some((table, column)) = self.built.first_missing(&reads::columns_read([sql])) {
-                return Err(QueryError(format!("this analysis built its tables without {table}.{column}, which a statement it did not declare ahead reads")));
-            }
+        if let Some((table, column)) = self.built.first_missing(sql) {
+            return Err(QueryError(format!("this analysis built its tables without {table}.{column}, which a statement it did not declare ahead reads")));
         }
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let to_plan = std::time::Instant::now();

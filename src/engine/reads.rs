@@ -17,6 +17,37 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use std::borrow::Cow;
+use std::collections::HashSet;
+
+/// What an analysis's tables are built to answer: the columns they hold, and the statements
+/// known ahead whose reads those columns were found from ([`Declared::of`]). The engine's
+/// guard ([`Declared::first_missing`]) scans only statements not among them.
+#[derive(Clone, Debug)]
+pub struct Declared {
+    pub columns: ColumnsRead,
+    statements: HashSet<String>,
+}
+
+impl Declared {
+    /// Tables built with the columns `statements` read.
+    pub fn of(statements: impl IntoIterator<Item = String>) -> Declared {
+        let statements: HashSet<String> = statements.into_iter().collect();
+        Declared { columns: columns_read(statements.iter().map(String::as_str)), statements }
+    }
+
+    /// Tables built with `columns`, no statement known ahead.
+    pub fn columns(columns: ColumnsRead) -> Declared {
+        Declared { columns, statements: HashSet::new() }
+    }
+
+    /// The first column (table, column) `sql` may read that the tables were built without.
+    pub fn first_missing(&self, sql: &str) -> Option<(&'static str, &'static str)> {
+        if self.columns.is_every() || self.statements.contains(sql) {
+            return None;
+        }
+        self.columns.first_missing(&columns_read([sql]))
+    }
+}
 
 /// The columns `statements` may read, together.
 pub fn columns_read<'a>(statements: impl IntoIterator<Item = &'a str>) -> ColumnsRead {
