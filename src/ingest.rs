@@ -70,9 +70,6 @@ pub fn load_tables(input: &Path, run_id: &str, labels: &[(String, String)]) -> R
 /// What a load tells as it goes (planning ahead waits on it: [`crate::engine::ahead`]).
 #[derive(Default)]
 pub struct LoadWatch {
-    /// Called when the first part holding events is handed over: the decode's parallel
-    /// stages are done with it, and its derive starts.
-    pub on_first_events: Option<Box<dyn FnOnce() + Send>>,
     /// Called with each table as soon as it is known to get rows.
     pub on_table_rows: Option<Box<dyn Fn(&'static str) + Send>>,
 }
@@ -125,11 +122,6 @@ impl PartSink for MemorySink {
     type Error = String;
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
         let mut clock = std::time::Instant::now();
-        if !capture.chunks.is_empty() {
-            if let Some(tell) = self.watch.on_first_events.take() {
-                tell();
-            }
-        }
         let ids = tables::derive::pool_ids(&capture.strings);
         let first_event_id = self.deriver.next_event_id();
         let part = self.deriver.part(capture, &ids);

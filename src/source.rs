@@ -100,9 +100,8 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
             let read = declared.columns.clone();
             let (engine, slots) = Engine::pending(spread, declared);
             let planner = IdlePlanner::new(&engine, statements);
-            let (start, rows_seen) = (planner.start_signal(), planner.rows_seen());
-            let watch =
-                ingest::LoadWatch { on_first_events: Some(Box::new(move || start.give())), on_table_rows: Some(Box::new(move |t| rows_seen.has_rows(t))) };
+            let rows_seen = planner.rows_seen();
+            let watch = ingest::LoadWatch { on_table_rows: Some(Box::new(move |t| rows_seen.has_rows(t))) };
             let tables = ingest::load_tables_telling(path, INPUT_RUN_ID, &[], read, watch).map_err(SourceError::Ingest)?;
             let mut clock = std::time::Instant::now();
             slots.fill(&[(&tables, INPUT_RUN_ID)]).map_err(SourceError::Query)?;

@@ -6,10 +6,12 @@
 //! run's batches once they are built, and plans made before that read them when executed.
 //!
 //! The statements are planned by [`IdlePlanner`], on a thread of idle priority
-//! (`SCHED_IDLE` on Linux), from when its caller gives the [`StartSignal`] (an analysis:
-//! once the decode's parallel stages are done with the first part of events). The derive
-//! and the table build after them do not keep both cores busy; the planner gets the cycles
-//! they leave, though it still shares the caches and the memory bus with them.
+//! (`SCHED_IDLE` on Linux), from the start of the decode: the planner gets the cycles the
+//! decode leaves, the second core while one reads the metadata and HLO modules, then the
+//! gaps in the derive and the table build, though it still shares the caches and the memory
+//! bus with them. Started only once the decode's parallel stages were done with the first
+//! part (until session 48), it planned as much of a large INPUT's statements in time, and
+//! little of a small one's (docs/decisions.md, In-memory analyses).
 //!
 //! A named query whose rows come only from one table (`Rows only from:`, e.g. the
 //! collectives or the compile events) is planned only once the load says that table gets
@@ -196,7 +198,6 @@ struct PlannerState {
     planned: BTreeMap<String, Planned>,
     /// Tables known to get rows of the run.
     with_rows: BTreeSet<&'static str>,
-    started: bool,
 }
 
 impl Shared {
@@ -210,39 +211,25 @@ impl Shared {
     fn next_to_plan(&self) -> Option<Statement> {
         let mut s = self.state.lock().expect("planner state");
         loop {
-            if s.started {
-                if s.queue.is_empty() {
-                    return None;
-                }
-                let with_rows = &s.with_rows;
-                if let Some(k) = s.queue.iter().position(|q| q.rows_only_from.is_none_or(|t| with_rows.contains(t))) {
-                    return s.queue.remove(k);
-                }
+            if s.queue.is_empty() {
+                return None;
+            }
+            let with_rows = &s.with_rows;
+            if let Some(k) = s.queue.iter().position(|q| q.rows_only_from.is_none_or(|t| with_rows.contains(t))) {
+                return s.queue.remove(k);
             }
             s = self.changed.wait(s).expect("planner state");
         }
     }
 }
 
-/// Plans statements one after another on a thread of idle priority, from when its
-/// [`StartSignal`] is given; [`IdlePlanner::finish`] takes what is planned by then. A
+/// Plans statements one after another on a thread of idle priority, from its making;
+/// [`IdlePlanner::finish`] takes what is planned by then. A
 /// statement whose rows come only from one table waits until [`RowsSeen`] says that table
 /// gets rows: one never told so is never planned (its caller skips it when the table stays
 /// empty).
 pub struct IdlePlanner {
     shared: Arc<Shared>,
-}
-
-/// Tells an [`IdlePlanner`] to begin. Until then it waits: even at idle priority, a planner
-/// running beside the decode's parallel stages slows them (they share caches, memory
-/// bandwidth and the page-fault path), while the stages after them leave a core idle.
-#[derive(Clone)]
-pub struct StartSignal(Arc<Shared>);
-
-impl StartSignal {
-    pub fn give(&self) {
-        self.0.change(|s| s.started = true);
-    }
 }
 
 /// Tells an [`IdlePlanner`] which tables get rows, as soon as the loader knows.
@@ -258,8 +245,7 @@ impl RowsSeen {
 }
 
 impl IdlePlanner {
-    /// A planner of `statements` on `engine`, in order, once [`IdlePlanner::start_signal`]
-    /// is given.
+    /// A planner of `statements` on `engine`, in order.
     pub fn new(engine: &Engine, statements: Vec<Statement>) -> IdlePlanner {
         let shared = Arc::new(Shared::default());
         shared.state.lock().expect("planner state").queue = statements.into();
@@ -283,11 +269,6 @@ impl IdlePlanner {
         IdlePlanner { shared }
     }
 
-    /// What starts the planning.
-    pub fn start_signal(&self) -> StartSignal {
-        StartSignal(self.shared.clone())
-    }
-
     /// What tells the planner which tables get rows.
     pub fn rows_seen(&self) -> RowsSeen {
         RowsSeen(self.shared.clone())
@@ -301,11 +282,9 @@ impl IdlePlanner {
     }
 
     fn stop(&self) {
-        // A planner not started yet would otherwise wait for ever (the load failed, say).
-        self.shared.change(|s| {
-            s.queue.clear();
-            s.started = true;
-        });
+        // A planner waiting for a table's rows would otherwise wait for ever (the table
+        // stayed empty, or the load failed).
+        self.shared.change(|s| s.queue.clear());
     }
 }
 
