@@ -9,9 +9,9 @@
 //! (`SCHED_IDLE` on Linux), from the start of the decode: the planner gets the cycles the
 //! decode leaves, the second core while one reads the metadata and HLO modules, then the
 //! gaps in the derive and the table build, though it still shares the caches and the memory
-//! bus with them. Started only once the decode's parallel stages were done with the first
-//! part (until session 48), it planned as much of a large INPUT's statements in time, and
-//! little of a small one's (docs/decisions.md, In-memory analyses).
+//! bus with them. Until session 48 it started once the decode's parallel stages were done
+//! with the first part of events: on a large INPUT it had planned as much by the end, on a
+//! capture of a few MB little or nothing (docs/decisions.md, In-memory analyses).
 //!
 //! A named query whose rows come only from one table (`Rows only from:`, e.g. the
 //! collectives or the compile events) is planned only once the load says that table gets
@@ -223,8 +223,8 @@ impl Shared {
     }
 }
 
-/// Plans statements one after another on a thread of idle priority, from its making;
-/// [`IdlePlanner::finish`] takes what is planned by then. A
+/// Plans statements one after another on a thread of idle priority, from the moment it is
+/// made; [`IdlePlanner::finish`] takes what is planned by then. A
 /// statement whose rows come only from one table waits until [`RowsSeen`] says that table
 /// gets rows: one never told so is never planned (its caller skips it when the table stays
 /// empty).
