@@ -847,6 +847,17 @@ mod tests {
         assert!(err.contains("nested too deep"), "{err}");
     }
 
+    /// `module` indexed under program id 5, checked against the prost-decoded reference.
+    fn indexed_as_program_5(module: HloModuleProto) -> (StringPool, HloIndex) {
+        let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
+        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
+        index_hlo_proto(&bytes, Some(5), &mut pool, &mut index).unwrap();
+        let (mut reference_pool, mut reference) = (StringPool::default(), HloIndex::default());
+        reference_index(&bytes, Some(5), &mut reference_pool, &mut reference).unwrap();
+        assert_eq!(index, reference);
+        (pool, index)
+    }
+
     fn instruction(name: &str, stack_frame_id: i32, source_file: &str) -> HloInstructionProto {
         let metadata = OpMetadata { op_name: format!("jit(f)/{name}"), source_file: source_file.into(), source_line: 7, stack_frame_id, ..Default::default() };
         HloInstructionProto { name: name.into(), opcode: "add".into(), metadata: Some(metadata), ..Default::default() }
@@ -880,9 +891,7 @@ mod tests {
             stack_frame_index: Some(frames),
             ..Default::default()
         };
-        let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
-        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
-        index_hlo_proto(&bytes, Some(5), &mut pool, &mut index).unwrap();
+        let (pool, index) = indexed_as_program_5(module);
         let source = |name: &str| {
             let instr = index.find(5, crate::model::NO_STR, pool.lookup(name).unwrap()).unwrap();
             (pool.get(instr.source_file).map(str::to_string), instr.source_line)
@@ -932,9 +941,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
-        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
-        index_hlo_proto(&bytes, Some(5), &mut pool, &mut index).unwrap();
+        let (pool, index) = indexed_as_program_5(module);
         let indexed = |name: &str| pool.lookup(name).is_some_and(|id| index.find(5, crate::model::NO_STR, id).is_some());
         for name in ["fusion.1", "fusion.2", "call.1", "fusion.3", "s.mul", "fs.sub", "fusion_1"] {
             assert!(indexed(name), "{name}");
@@ -942,9 +949,6 @@ mod tests {
         for name in ["f.add", "f.fusion", "n.add", "f_add"] {
             assert!(!indexed(name), "{name}");
         }
-        let (mut reference_pool, mut reference) = (StringPool::default(), HloIndex::default());
-        reference_index(&bytes, Some(5), &mut reference_pool, &mut reference).unwrap();
-        assert_eq!(index, reference);
     }
 
     /// Each scheduled computation's instructions come out in the schedule's order (not the
@@ -974,9 +978,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let bytes = HloProto { hlo_module: Some(module) }.encode_to_vec();
-        let (mut pool, mut index) = (StringPool::default(), HloIndex::default());
-        index_hlo_proto(&bytes, Some(5), &mut pool, &mut index).unwrap();
+        let (pool, index) = indexed_as_program_5(module);
         let names = |s: &Vec<u32>| s.iter().map(|&n| pool.get(n).unwrap().to_string()).collect::<Vec<_>>();
         let schedules = index.schedule(5, crate::model::NO_STR).unwrap();
         assert_eq!(
@@ -986,8 +988,5 @@ mod tests {
         let id = |name: &str| pool.lookup(name).unwrap();
         assert_eq!(schedules.started, [(id("fusion-start"), id("slice_fusion.2"))].into_iter().collect());
         assert!(std::sync::Arc::ptr_eq(schedules, index.schedule(crate::model::NULL_I64, pool.lookup("jit_f").unwrap()).unwrap()));
-        let (mut reference_pool, mut reference) = (StringPool::default(), HloIndex::default());
-        reference_index(&bytes, Some(5), &mut reference_pool, &mut reference).unwrap();
-        assert_eq!(index, reference);
     }
 }
