@@ -794,7 +794,8 @@ pub struct HloInstr {
     pub shape_bytes: Option<i64>,
 }
 
-/// HLO instructions of every module of a capture, by (program_id, name) and (module, name).
+/// HLO instructions of every module of a capture, by (program_id, name) and (module, name):
+/// all but the fused ones, which no event names ([`crate::decode::hlo`], docs/decisions.md, Ops).
 #[derive(Clone, Default, Debug)]
 pub struct HloIndex {
     pub by_program: HashMap<(i64, u32), HloInstr>,

@@ -18,7 +18,8 @@ use datafusion::common::{DataFusionError, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{create_udf, Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, EmitTo, GroupsAccumulator, Signature, Volatility};
 use datafusion::prelude::SessionContext;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Registers profq's functions on a session.
@@ -200,7 +201,7 @@ impl AggregateUDFImpl for TopValueFunction {
 /// Each group's summed weight per value, values interned once for all groups.
 #[derive(Debug, Default)]
 struct TopValues {
-    ids: HashMap<Box<str>, u32>,
+    ids: FxHashMap<Box<str>, u32>,
     values: Vec<Box<str>>,
     groups: Vec<BTreeMap<u32, i64>>,
 }
