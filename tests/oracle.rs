@@ -122,7 +122,9 @@ fn gpu_command_buffer_kernels_resolve_to_their_instructions() {
 /// other). cuBLAS, cuDNN and Pallas kernels are placed on their custom-calls, loop bodies on their
 /// own computation's schedule, a graph's memory copies on the copies and the async dynamic-slice
 /// fusions they run (`memcpy128` in a graph, `MemcpyD2D` outside one). Memsets differ between the
-/// two modes (cuDNN's workspace clears) and are left out.
+/// two modes (cuDNN's workspace clears) and are left out. Graphs built with concurrent scheduling
+/// (`_concurrent`: kernels of one launch at once on many streams, in no schedule order) are placed
+/// by their nodes' indices, and agree as well.
 #[test]
 fn gpu_command_buffer_kernels_are_placed_as_without_command_buffers() {
     let counts = |name: &str, key: &str, kernels: &str| {
@@ -133,16 +135,28 @@ fn gpu_command_buffer_kernels_are_placed_as_without_command_buffers() {
         rows.iter().map(|r| (r["k"].to_string(), as_i64(&r["n"]))).collect::<BTreeMap<String, i64>>()
     };
     let scope = "coalesce(region_path, '') || ' ' || pass";
-    for name in ["fused_kernels", "fused_kernels_scan", "host_bound_gappy", "mlp_train", "scan_remat", "transformer_lm", "transformer_lm_wide"] {
-        assert_eq!(counts(name, scope, "true"), counts(&format!("{name}_nocb"), scope, "true"), "{name}: kernels per scope path and pass");
+    let nocb = |name: &str| format!("{}_nocb", name.trim_end_matches("_concurrent"));
+    for name in ["fused_kernels", "fused_kernels_scan", "host_bound_gappy", "mlp_train", "scan_remat", "transformer_lm", "transformer_lm_wide"]
+        .into_iter()
+        .chain(["scan_remat_concurrent", "transformer_lm_concurrent", "transformer_lm_wide_concurrent"])
+    {
+        assert_eq!(counts(name, scope, "true"), counts(&nocb(name), scope, "true"), "{name}: kernels per scope path and pass");
     }
-    for name in ["host_bound_gappy", "mlp_train", "transformer_lm", "transformer_lm_wide"] {
-        assert_eq!(counts(name, "hlo_op", "true"), counts(&format!("{name}_nocb"), "hlo_op", "true"), "{name}: kernels per instruction");
+    for name in ["host_bound_gappy", "mlp_train", "transformer_lm", "transformer_lm_wide", "transformer_lm_concurrent", "transformer_lm_wide_concurrent"] {
+        assert_eq!(counts(name, "hlo_op", "true"), counts(&nocb(name), "hlo_op", "true"), "{name}: kernels per instruction");
     }
-    for name in ["fused_kernels_scan", "scan_remat"] {
+    for name in ["fused_kernels_scan", "scan_remat", "scan_remat_concurrent"] {
         let copies = counts(name, "hlo_op", "lower(name) LIKE 'memcpy%'");
         assert!(copies.keys().filter(|op| op.contains("dynamic_slice_fusion.")).count() >= 6, "{name}: {copies:?}");
-        assert_eq!(copies, counts(&format!("{name}_nocb"), "hlo_op", "lower(name) LIKE 'memcpy%'"), "{name}: memory copies per instruction");
+        assert_eq!(copies, counts(&nocb(name), "hlo_op", "lower(name) LIKE 'memcpy%'"), "{name}: memory copies per instruction");
+    }
+    // The concurrent captures do run each launch's kernels at once on several streams.
+    for name in ["scan_remat_concurrent", "transformer_lm_concurrent", "transformer_lm_wide_concurrent"] {
+        let store = temp_dir("concurrent");
+        ingest(&store, &xplane_of(&jax_gpu(name)), "r");
+        let lines =
+            sql(&store, "SELECT max(n) AS n FROM (SELECT count(DISTINCT line) AS n FROM events WHERE hlo_op LIKE 'command_buffer%' GROUP BY correlation_id)");
+        assert!(as_i64(&lines[0]["n"]) >= 10, "{name}: {lines:?}");
     }
     // cuDNN flash attention (forward and backward), cuBLAS matmuls and the Pallas kernel.
     let store = temp_dir("fused");
@@ -189,7 +203,7 @@ fn gpu_kernels_in_command_buffers_are_reported() {
     assert!(w.contains(&format!(": profq placed {} on their op", kernels - unplaced)) && w.contains(&format!(", and {unplaced} (")), "{w}");
     assert!(w.contains("--xla_gpu_enable_command_buffer="), "{w}");
     assert_eq!(buffered("transformer_lm_wide_nocb"), ((0, 0), Vec::new()));
-    for name in ["scan_remat", "fused_kernels_scan", "transformer_lm", "transformer_lm_wide"] {
+    for name in ["scan_remat", "fused_kernels_scan", "transformer_lm", "transformer_lm_wide", "scan_remat_concurrent", "transformer_lm_wide_concurrent"] {
         let ((kernels, unplaced), warnings) = buffered(name);
         assert!(kernels > 1000 && unplaced == 0 && warnings.len() == 1, "{name}: {warnings:?}");
         assert!(warnings[0].ends_with(&format!("profq placed {kernels} on their op by the program's schedule and the kernels' names.")), "{}", warnings[0]);

@@ -19,6 +19,16 @@
 //! between, and no other custom-call follows it that way; otherwise they keep their names, as
 //! does the rest of a launch once nothing of a kernel's kind is left ahead.
 //!
+//! A graph XLA builds with concurrent scheduling (`--xla_gpu_command_buffer_scheduling_mode=
+//! CONCURRENT`) runs independent kernels at once, on several streams, in no schedule order. Its
+//! kernels carry `cuda_graph_node_id` (the graph's id, then the node's index in the order XLA
+//! added the commands, which is the schedule's), so such a launch is walked in node order
+//! instead ([`Schedule::node_order`]). A command traced into a child graph (a cuBLAS or cuDNN call, a
+//! memory copy) leaves a gap in the indices, and its kernels are numbered after the graph's
+//! last node, in command order: they go back into the gaps, one group per gap. Such a launch
+//! that cannot be put in node order (a window cut it, or two traced commands ran back to back)
+//! takes what an earlier launch of the same graph placed on each node, else keeps its names.
+//!
 //! A plane streamed in time windows carries each launch's walk into the next window
 //! ([`Walks`]). Only the choice of computation looks ahead, at the launch's kernels in the
 //! window where it begins: a launch cut by a window whose first part names another computation
@@ -60,8 +70,36 @@ impl Placements {
     }
 }
 
-/// Where the walk of each graph launch (line index, correlation id) stands.
-pub type Walks = FxHashMap<(u32, i64), Walk>;
+/// What the placement of a plane's graph launches carries from one time window into the next.
+#[derive(Default)]
+pub struct Walks {
+    /// Where the walk of each launch stands: (line index, correlation id) for a launch on one
+    /// stream, ([`ON_SEVERAL_LINES`] minus the plane, correlation id) for one on several.
+    launches: FxHashMap<(u32, i64), Walk>,
+    /// Per graph (plane, program id, module, graph id): the instruction each node's kernel was
+    /// placed on (name id), learnt from a launch placed in node order. A graph runs the same
+    /// nodes at every launch, so a launch that a window cuts, which cannot be put in node order,
+    /// is placed by it.
+    nodes: FxHashMap<(u32, i64, u32, u32), FxHashMap<u32, u32>>,
+}
+
+impl Walks {
+    pub fn clear(&mut self) {
+        self.launches.clear();
+        self.nodes.clear();
+    }
+}
+
+/// The key of a launch that ran on several lines of a plane, minus the plane's index: above any
+/// line index a capture can have.
+const ON_SEVERAL_LINES: u32 = u32::MAX;
+
+/// The stat that numbers a CUDA graph's nodes: the graph's id in the high 32 bits, the node's
+/// index in the low ones. The derivation reads it as an arg ([`super::derive::reads_arg`]).
+pub const GRAPH_NODE_ARG: &str = "cuda_graph_node_id";
+
+/// A kernel without [`GRAPH_NODE_ARG`].
+const NO_NODE: u32 = u32::MAX;
 
 /// Where the walk of one launch stands: the computation it walks (None before its first part),
 /// the position after the last placed kernel, and that kernel's position; the position after
@@ -77,9 +115,15 @@ pub struct Walk {
 }
 
 /// One buffered kernel: where it ran and what it names.
+#[derive(Clone)]
 struct Kernel {
+    plane: u32,
     line: u32,
     correlation: i64,
+    /// Its node's index in the graph ([`GRAPH_NODE_ARG`]'s low 32 bits), or NO_NODE; the
+    /// graph's id (the high 32 bits).
+    node: u32,
+    graph: u32,
     start_ns: i64,
     chunk: u32,
     index: u32,
@@ -106,6 +150,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
         .enumerate()
         .flat_map(|(ci, chunk)| chunk.line_runs().filter(|(line, _)| device_op_line[*line as usize]).map(move |(line, events)| (ci, line, events)))
         .collect();
+    let node_key = capture.strings.lookup(GRAPH_NODE_ARG).unwrap_or(NO_STR);
     let mut is_buffer: FxHashMap<u32, bool> = FxHashMap::default();
     let mut is_copy: FxHashMap<u32, bool> = FxHashMap::default();
     let mut kernels = Vec::with_capacity(runs.iter().map(|r| r.2.len()).sum());
@@ -118,9 +163,13 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                 continue;
             }
             if *is_buffer.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(names_command_buffer)) {
+                let graph_node = graph_node(chunk, i, node_key);
                 kernels.push(Kernel {
+                    plane: capture.lines[line as usize].plane,
                     line,
                     correlation,
+                    node: graph_node.0,
+                    graph: graph_node.1,
                     start_ns: chunk.start_ns[i],
                     chunk: ci as u32,
                     index: i as u32,
@@ -132,17 +181,48 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
             }
         }
     }
-    kernels.sort_unstable_by_key(|k| (k.line, k.correlation, k.start_ns, k.chunk, k.index));
+    kernels.sort_unstable_by_key(|k| (k.plane, k.correlation, k.line, k.start_ns, k.chunk, k.index));
     let mut schedules: FxHashMap<(i64, u32), Option<Schedule>> = FxHashMap::default();
-    for launch in kernels.chunk_by(|a, b| (a.line, a.correlation) == (b.line, b.correlation)) {
+    for launch in kernels.chunk_by(|a, b| (a.plane, a.correlation) == (b.plane, b.correlation)) {
         let first = &launch[0];
-        let schedule = schedules.entry((first.program_id, first.module)).or_insert_with(|| Schedule::of(capture, first.program_id, first.module));
-        if let Some(schedule) = schedule {
-            let walk = walks.entry((first.line, first.correlation)).or_default();
-            schedule.place(capture, launch, walk, &mut placements);
+        let Some(schedule) = schedules.entry((first.program_id, first.module)).or_insert_with(|| Schedule::of(capture, first.program_id, first.module)) else {
+            continue;
+        };
+        let on_one_line = first.line == launch[launch.len() - 1].line;
+        let graph = |k: &Kernel| (k.plane, k.program_id, k.module, k.graph);
+        if on_one_line || launch.iter().any(|k| k.node == NO_NODE) {
+            // One stream runs a graph's kernels in schedule order; without node indices a
+            // launch on several is walked a stream at a time.
+            for on_line in launch.chunk_by(|a, b| a.line == b.line) {
+                let walk = walks.launches.entry((on_line[0].line, first.correlation)).or_default();
+                schedule.place(capture, &on_line.iter().collect::<Vec<_>>(), walk, &mut placements);
+            }
+        } else if let Some(order) = schedule.node_order(launch) {
+            let walk = walks.launches.entry((ON_SEVERAL_LINES - first.plane, first.correlation)).or_default();
+            schedule.place(capture, &order, walk, &mut placements);
+            for kernel in launch {
+                if let Some(name) = placements.get(kernel.chunk as usize, kernel.index as usize) {
+                    walks.nodes.entry(graph(kernel)).or_default().entry(kernel.node).or_insert(name);
+                }
+            }
+        } else {
+            // Cut by a window, or its traced kernels not told apart: what an earlier launch of
+            // the graph placed, else nothing.
+            for kernel in launch {
+                if let Some(&name) = walks.nodes.get(&graph(kernel)).and_then(|nodes| nodes.get(&kernel.node)) {
+                    placements.insert(capture, kernel, name);
+                }
+            }
         }
     }
     placements
+}
+
+/// Event `i`'s node index in its CUDA graph and the graph's id ([`GRAPH_NODE_ARG`], whose pool
+/// id is `key`), or NO_NODE.
+fn graph_node(chunk: &EventChunk, i: usize, key: u32) -> (u32, u32) {
+    let id = (key != NO_STR).then(|| chunk.args_of(i).find(|&j| chunk.arg_key[j] == key)).flatten().and_then(|j| chunk.arg_value(j).parse::<u64>().ok());
+    id.map_or((NO_NODE, 0), |id| ((id as u32).min(NO_NODE - 1), (id >> 32) as u32))
 }
 
 /// What makes XLA run identical instructions as one kernel: name stem, opcode and shape, as an
@@ -253,15 +333,55 @@ impl Schedule {
         Some(schedule)
     }
 
-    /// Walks one launch's kernels (in the order they ran) on from `walk`, along the computation
-    /// most of them name (the first on a tie) unless the walk began in an earlier window.
-    fn place(&self, capture: &Capture, launch: &[Kernel], walk: &mut Walk, placements: &mut Placements) {
+    /// The kernels of a launch (sorted by line, then start) in the order of the graph's nodes,
+    /// each group of kernels numbered after the last node that names an instruction going into
+    /// a gap in the indices before it, in order. A group is a memory copy alone, or kernels that
+    /// ran one right after the other on one line (a child graph runs its kernels in sequence on
+    /// one stream). None when a kernel has no index, two share one, none names an instruction,
+    /// or the groups do not fill the gaps one for one: which kernels a traced command ran is
+    /// then unknown.
+    fn node_order<'k>(&self, launch: &'k [Kernel]) -> Option<Vec<&'k Kernel>> {
+        if launch.iter().any(|k| k.node == NO_NODE) {
+            return None;
+        }
+        let names_instruction = |k: &Kernel| !k.is_copy && self.home.contains_key(&k.name);
+        let last_named = launch.iter().filter(|k| names_instruction(k)).map(|k| k.node).max()?;
+        // Position on its line of each kernel, to tell two kernels that ran back to back there.
+        let mut by_node: Vec<(usize, &Kernel)> = launch.iter().enumerate().collect();
+        by_node.sort_unstable_by_key(|(_, k)| k.node);
+        if by_node.windows(2).any(|w| w[0].1.node == w[1].1.node) {
+            return None;
+        }
+        let split = by_node.partition_point(|(_, k)| k.node <= last_named);
+        let (direct, traced) = by_node.split_at(split);
+        let mut groups: Vec<&[(usize, &Kernel)]> = traced.chunk_by(|(pa, a), (pb, b)| !a.is_copy && !b.is_copy && a.line == b.line && pa + 1 == *pb).collect();
+        let first_traced = traced.first().map_or(last_named + 1, |(_, k)| k.node);
+        let gaps = first_traced as usize - direct.len();
+        if groups.len() != gaps {
+            return None;
+        }
+        groups.reverse();
+        let mut order = Vec::with_capacity(launch.len());
+        let mut direct = direct.iter().peekable();
+        for node in 0..first_traced {
+            match direct.next_if(|(_, k)| k.node == node) {
+                Some(&(_, kernel)) => order.push(kernel),
+                None => order.extend(groups.pop()?.iter().map(|&(_, k)| k)),
+            }
+        }
+        Some(order)
+    }
+
+    /// Walks one launch's kernels (in the order they ran, or their nodes') on from `walk`, along
+    /// the computation most of them name (the first on a tie) unless the walk began in an
+    /// earlier window.
+    fn place(&self, capture: &Capture, launch: &[&Kernel], walk: &mut Walk, placements: &mut Placements) {
         if walk.sequence.is_none() {
             // (sure, any) votes of the computations the launch's kernels name: a kernel whose kind
             // only one computation runs names that computation for sure; one shared by identical
             // fusions of several (a loop body's, the entry's) counts only if no kernel is sure.
             let mut votes: std::collections::BTreeMap<usize, (usize, usize)> = std::collections::BTreeMap::new();
-            for kernel in launch {
+            for kernel in launch.iter() {
                 if let Some(&(s, kind)) = self.home.get(&kernel.name) {
                     let vote = votes.entry(s).or_default();
                     vote.0 += usize::from(self.runs_of_kind[kind as usize] == 1);
@@ -275,7 +395,7 @@ impl Schedule {
         }
         let Some(s) = walk.sequence else { return };
         let sequence = &self.sequences[s];
-        for kernel in launch {
+        for &kernel in launch {
             if walk.lost {
                 return;
             }
@@ -378,6 +498,51 @@ mod tests {
         assert_eq!(next_kernel(&launches_nothing, &surely_copy), [1, 1, 2, 5, 5, 5]);
         assert!(names_memory_copy("memcpy128") && names_memory_copy("MemcpyD2D"));
         assert!(!names_memory_copy("Memset 0") && !names_memory_copy("memc") && !names_memory_copy("gemm_fusion_dot_9"));
+    }
+
+    /// A concurrent launch in node order: kernels numbered after the last one that names an
+    /// instruction fill the gaps before it, a group per gap: a memory copy alone, or kernels that
+    /// ran back to back on one line (a child graph's cuBLAS workspace memset and its matmul).
+    #[test]
+    fn node_order_puts_traced_kernels_back_into_their_gaps() {
+        let (fusion_a, fusion_b, memset, gemm, memcpy) = (10, 11, 20, 21, 22);
+        let schedule = Schedule { sequences: Vec::new(), home: FxHashMap::from_iter([(fusion_a, (0, 0)), (fusion_b, (0, 1))]), runs_of_kind: Vec::new() };
+        let kernel = |line: u32, start_ns: i64, node: u32, name: u32| Kernel {
+            plane: 0,
+            line,
+            correlation: 7,
+            node,
+            graph: 3,
+            start_ns,
+            chunk: 0,
+            index: node,
+            name,
+            is_copy: name == memcpy,
+            program_id: 1,
+            module: 2,
+        };
+        // Sorted by line, then start, as a launch is. Nodes 1 and 3 are the traced commands.
+        let launch = [
+            kernel(1, 0, 0, fusion_a),
+            kernel(1, 10, 5, memset),
+            kernel(1, 20, 6, gemm),
+            kernel(1, 40, 7, memcpy),
+            kernel(2, 5, 2, fusion_b),
+            kernel(2, 30, 4, fusion_a),
+        ];
+        let order = |launch: &[Kernel]| schedule.node_order(launch).map(|order| order.iter().map(|k| k.node).collect::<Vec<_>>());
+        assert_eq!(order(&launch), Some(vec![0, 5, 6, 2, 7, 4]));
+        // Another kernel ran between the memset and the matmul on their line: three groups for
+        // two gaps, so which command ran which is unknown.
+        let mut apart = launch.to_vec();
+        apart.insert(2, kernel(1, 15, 3, fusion_b));
+        assert_eq!(order(&apart), None, "node 3 is no longer a gap, and the groups outnumber the gaps");
+        let mut unnumbered = launch.to_vec();
+        unnumbered[4].node = NO_NODE;
+        assert_eq!(order(&unnumbered), None);
+        let mut twice = launch.to_vec();
+        twice[5].node = 2;
+        assert_eq!(order(&twice), None);
     }
 
     #[test]

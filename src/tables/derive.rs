@@ -1971,7 +1971,7 @@ const PROVENANCE_ARG_KEYS: [&str; 4] = ["run_id", "source", "source_file", "file
 /// only those (`Capture::args_kept`), and not `_src` either, which nothing reads. A test
 /// keeps an INPUT's summary equal to its stored run's, which has every stat.
 pub fn reads_arg(key: &str) -> bool {
-    OP_ARG_KEYS.contains(&key) || PROVENANCE_ARG_KEYS.contains(&key)
+    OP_ARG_KEYS.contains(&key) || PROVENANCE_ARG_KEYS.contains(&key) || key == super::command_buffers::GRAPH_NODE_ARG
 }
 
 /// Pool ids of arg keys the op builder reads.

@@ -17,7 +17,8 @@ pub fn repo() -> PathBuf {
 pub const JAX_CPU_CAPTURES: &[&str] =
     &["host_bound_gappy", "mlp_after", "mlp_before", "mlp_train", "mlp_train_minimal", "multi_device_dp", "scan_remat", "transformer_lm"];
 
-/// The committed JAX NVIDIA-GPU captures (H100, jax 0.11.2) with XProf oracles next to them.
+/// The committed JAX NVIDIA-GPU captures (H100 and H200, jax 0.11.2) with XProf oracles next to
+/// them.
 pub const JAX_GPU_CAPTURES: &[&str] = &[
     "fused_kernels",
     "fused_kernels_nocb",
@@ -32,13 +33,16 @@ pub const JAX_GPU_CAPTURES: &[&str] = &[
     "mlp_train_detail_nocb_h200",
     "mlp_train_minimal_h200",
     "scan_remat",
+    "scan_remat_concurrent",
     "scan_remat_nocb",
     "shape_churn_small",
     "transformer_lm",
+    "transformer_lm_concurrent",
     "transformer_lm_nocb",
     "transformer_lm_nohlo_h200",
     "transformer_lm_nohlo_nocb_h200",
     "transformer_lm_wide",
+    "transformer_lm_wide_concurrent",
     "transformer_lm_wide_nocb",
 ];
 
