@@ -27,7 +27,8 @@
 //! memory copy) leaves a gap in the indices, and its kernels are numbered after the graph's
 //! last node, in command order: they go back into the gaps, one group per gap. Such a launch
 //! that cannot be put in node order (a window cut it, or two traced commands ran back to back)
-//! takes what an earlier launch of the same graph placed on each node, else keeps its names.
+//! takes what a launch of the same graph put in node order placed on each node; failing that,
+//! its own nodes are walked in order and its traced kernels keep their names.
 //!
 //! A plane streamed in time windows carries each launch's walk into the next window
 //! ([`Walks`]). Only the choice of computation looks ahead, at the launch's kernels in the
@@ -205,14 +206,18 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                     walks.nodes.entry(graph(kernel)).or_default().entry(kernel.node).or_insert(name);
                 }
             }
-        } else {
-            // Cut by a window, or its traced kernels not told apart: what an earlier launch of
-            // the graph placed, else nothing.
+        } else if walks.nodes.contains_key(&graph(first)) {
+            // Cut by a window, or its traced kernels not told apart: what a launch of the graph
+            // put in node order placed.
             for kernel in launch {
                 if let Some(&name) = walks.nodes.get(&graph(kernel)).and_then(|nodes| nodes.get(&kernel.node)) {
                     placements.insert(capture, kernel, name);
                 }
             }
+        } else if let Some(own) = schedule.own_node_order(launch) {
+            // No such launch yet: the graph's own nodes in order, its traced kernels left out.
+            let walk = walks.launches.entry((ON_SEVERAL_LINES - first.plane, first.correlation)).or_default();
+            schedule.place(capture, &own, walk, &mut placements);
         }
     }
     placements
@@ -338,38 +343,56 @@ impl Schedule {
     /// a gap in the indices before it, in order. A group is a memory copy alone, or kernels that
     /// ran one right after the other on one line (a child graph runs its kernels in sequence on
     /// one stream). None when a kernel has no index, two share one, none names an instruction,
-    /// or the groups do not fill the gaps one for one: which kernels a traced command ran is
+    /// or the groups cannot fill the gaps one for one: which kernels a traced command ran is
     /// then unknown.
     fn node_order<'k>(&self, launch: &'k [Kernel]) -> Option<Vec<&'k Kernel>> {
-        if launch.iter().any(|k| k.node == NO_NODE) {
-            return None;
-        }
-        let names_instruction = |k: &Kernel| !k.is_copy && self.home.contains_key(&k.name);
-        let last_named = launch.iter().filter(|k| names_instruction(k)).map(|k| k.node).max()?;
-        // Position on its line of each kernel, to tell two kernels that ran back to back there.
-        let mut by_node: Vec<(usize, &Kernel)> = launch.iter().enumerate().collect();
-        by_node.sort_unstable_by_key(|(_, k)| k.node);
-        if by_node.windows(2).any(|w| w[0].1.node == w[1].1.node) {
-            return None;
-        }
+        let (by_node, last_named) = self.by_node(launch)?;
         let split = by_node.partition_point(|(_, k)| k.node <= last_named);
         let (direct, traced) = by_node.split_at(split);
         let mut groups: Vec<&[(usize, &Kernel)]> = traced.chunk_by(|(pa, a), (pb, b)| !a.is_copy && !b.is_copy && a.line == b.line && pa + 1 == *pb).collect();
-        let first_traced = traced.first().map_or(last_named + 1, |(_, k)| k.node);
-        let gaps = first_traced as usize - direct.len();
-        if groups.len() != gaps {
+        // The graph's own nodes end where the gaps among them are as many as the groups: a
+        // child graph may number a node without a kernel first (cuDNN's), so the first traced
+        // kernel can come after that end.
+        let own_nodes = direct.len() + groups.len();
+        let first_traced = traced.first().map_or(last_named as usize + 1, |(_, k)| k.node as usize);
+        if own_nodes <= last_named as usize || own_nodes > first_traced {
             return None;
         }
         groups.reverse();
         let mut order = Vec::with_capacity(launch.len());
         let mut direct = direct.iter().peekable();
-        for node in 0..first_traced {
+        for node in 0..own_nodes as u32 {
             match direct.next_if(|(_, k)| k.node == node) {
                 Some(&(_, kernel)) => order.push(kernel),
                 None => order.extend(groups.pop()?.iter().map(|&(_, k)| k)),
             }
         }
         Some(order)
+    }
+
+    /// The kernels of a launch up to the last that names an instruction, in node order (the
+    /// graph's own nodes, without the kernels of the commands it traced); None as for
+    /// [`Schedule::node_order`], except when the groups do not fill the gaps.
+    fn own_node_order<'k>(&self, launch: &'k [Kernel]) -> Option<Vec<&'k Kernel>> {
+        let (by_node, last_named) = self.by_node(launch)?;
+        Some(by_node.into_iter().take_while(|(_, k)| k.node <= last_named).map(|(_, k)| k).collect())
+    }
+
+    /// A launch's kernels by node index, each with its position in the launch, and the index of
+    /// the last that names an instruction; None when a kernel has no index, two share one, or
+    /// none names an instruction.
+    fn by_node<'k>(&self, launch: &'k [Kernel]) -> Option<(Vec<(usize, &'k Kernel)>, u32)> {
+        if launch.iter().any(|k| k.node == NO_NODE) {
+            return None;
+        }
+        let last_named = launch.iter().filter(|k| !k.is_copy && self.home.contains_key(&k.name)).map(|k| k.node).max()?;
+        // The position on its line tells two kernels that ran back to back there.
+        let mut by_node: Vec<(usize, &Kernel)> = launch.iter().enumerate().collect();
+        by_node.sort_unstable_by_key(|(_, k)| k.node);
+        if by_node.windows(2).any(|w| w[0].1.node == w[1].1.node) {
+            return None;
+        }
+        Some((by_node, last_named))
     }
 
     /// Walks one launch's kernels (in the order they ran, or their nodes') on from `walk`, along
@@ -532,11 +555,20 @@ mod tests {
         ];
         let order = |launch: &[Kernel]| schedule.node_order(launch).map(|order| order.iter().map(|k| k.node).collect::<Vec<_>>());
         assert_eq!(order(&launch), Some(vec![0, 5, 6, 2, 7, 4]));
+        // The first child graph numbers a node without a kernel first (as cuDNN's do): the
+        // graph's own nodes still end at 5, where two gaps meet two groups.
+        let mut later = launch.to_vec();
+        for k in later.iter_mut().filter(|k| k.node >= 5) {
+            k.node += 1;
+        }
+        assert_eq!(order(&later), Some(vec![0, 6, 7, 2, 8, 4]));
         // Another kernel ran between the memset and the matmul on their line: three groups for
         // two gaps, so which command ran which is unknown.
         let mut apart = launch.to_vec();
         apart.insert(2, kernel(1, 15, 3, fusion_b));
         assert_eq!(order(&apart), None, "node 3 is no longer a gap, and the groups outnumber the gaps");
+        let own = schedule.own_node_order(&apart).map(|own| own.iter().map(|k| k.node).collect::<Vec<_>>());
+        assert_eq!(own, Some(vec![0, 2, 3, 4]), "the graph's own nodes are still walked in order");
         let mut unnumbered = launch.to_vec();
         unnumbered[4].node = NO_NODE;
         assert_eq!(order(&unnumbered), None);

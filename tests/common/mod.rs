@@ -21,6 +21,7 @@ pub const JAX_CPU_CAPTURES: &[&str] =
 /// them.
 pub const JAX_GPU_CAPTURES: &[&str] = &[
     "fused_kernels",
+    "fused_kernels_concurrent",
     "fused_kernels_nocb",
     "fused_kernels_scan",
     "fused_kernels_scan_nocb",
