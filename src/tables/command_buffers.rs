@@ -113,6 +113,8 @@ pub struct Walk {
     last_placed: Option<usize>,
     next_copy: usize,
     lost: bool,
+    /// In node order, the custom-call of the command whose kernels are being placed.
+    command: Option<usize>,
 }
 
 /// One buffered kernel: where it ran and what it names.
@@ -131,6 +133,7 @@ struct Kernel {
     name: u32,
     /// A graph's memory-copy node (`memcpy128`, `memcpy32_post`), which names nothing.
     is_copy: bool,
+    library: Library,
     program_id: i64,
     module: u32,
 }
@@ -153,7 +156,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
         .collect();
     let node_key = capture.strings.lookup(GRAPH_NODE_ARG).unwrap_or(NO_STR);
     let mut is_buffer: FxHashMap<u32, bool> = FxHashMap::default();
-    let mut is_copy: FxHashMap<u32, bool> = FxHashMap::default();
+    let mut kinds: FxHashMap<u32, (bool, Library)> = FxHashMap::default();
     let mut kernels = Vec::with_capacity(runs.iter().map(|r| r.2.len()).sum());
     for (ci, line, events) in runs {
         let chunk = &capture.chunks[ci];
@@ -165,6 +168,10 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
             }
             if *is_buffer.entry(hlo_op).or_insert_with(|| capture.str(hlo_op).is_some_and(names_command_buffer)) {
                 let graph_node = graph_node(chunk, i, node_key);
+                let kind = *kinds.entry(chunk.name[i]).or_insert_with(|| {
+                    let name = capture.str(chunk.name[i]).unwrap_or("");
+                    (names_memory_copy(name), Library::of(name))
+                });
                 kernels.push(Kernel {
                     plane: capture.lines[line as usize].plane,
                     line,
@@ -175,7 +182,8 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                     chunk: ci as u32,
                     index: i as u32,
                     name: chunk.name[i],
-                    is_copy: *is_copy.entry(chunk.name[i]).or_insert_with(|| capture.str(chunk.name[i]).is_some_and(names_memory_copy)),
+                    is_copy: kind.0,
+                    library: kind.1,
                     program_id: chunk.program_id.get(i),
                     module: chunk.hlo_module.get(i),
                 });
@@ -196,11 +204,11 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
             // launch on several is walked a stream at a time.
             for on_line in launch.chunk_by(|a, b| a.line == b.line) {
                 let walk = walks.launches.entry((on_line[0].line, first.correlation)).or_default();
-                schedule.place(capture, &on_line.iter().collect::<Vec<_>>(), walk, &mut placements);
+                schedule.place(capture, &on_line.iter().collect::<Vec<_>>(), &[], walk, &mut placements);
             }
-        } else if let Some(order) = schedule.node_order(launch) {
+        } else if let Some((order, commands)) = schedule.node_order(launch) {
             let walk = walks.launches.entry((ON_SEVERAL_LINES - first.plane, first.correlation)).or_default();
-            schedule.place(capture, &order, walk, &mut placements);
+            schedule.place(capture, &order, &commands, walk, &mut placements);
             for kernel in launch {
                 if let Some(name) = placements.get(kernel.chunk as usize, kernel.index as usize) {
                     walks.nodes.entry(graph(kernel)).or_default().entry(kernel.node).or_insert(name);
@@ -214,13 +222,46 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                     placements.insert(capture, kernel, name);
                 }
             }
-        } else if let Some(own) = schedule.own_node_order(launch) {
+        } else if let Some((own, commands)) = schedule.own_node_order(launch) {
             // No such launch yet: the graph's own nodes in order, its traced kernels left out.
             let walk = walks.launches.entry((ON_SEVERAL_LINES - first.plane, first.correlation)).or_default();
-            schedule.place(capture, &own, walk, &mut placements);
+            schedule.place(capture, &own, &commands, walk, &mut placements);
         }
     }
     placements
+}
+
+/// Which library a kernel comes from, as far as its name tells: what separates two traced
+/// commands whose kernels ran back to back on one stream.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Library {
+    /// A memset, which XLA's cuBLAS and cuDNN child graphs start with (workspace clears).
+    Memset,
+    Cudnn,
+    Other,
+}
+
+impl Library {
+    fn of(kernel: &str) -> Library {
+        let lower = kernel.to_ascii_lowercase();
+        if lower.starts_with("memset") {
+            Library::Memset
+        } else if lower.contains("cudnn") {
+            Library::Cudnn
+        } else {
+            Library::Other
+        }
+    }
+
+    /// Whether `next`, run right after `self` on one stream, begins another child graph: a
+    /// memset after a kernel, or a kernel of another library.
+    fn begins_another(self, next: Library) -> bool {
+        match (self, next) {
+            (Library::Memset, _) => false,
+            (_, Library::Memset) => true,
+            (a, b) => a != b,
+        }
+    }
 }
 
 /// Event `i`'s node index in its CUDA graph and the graph's id ([`GRAPH_NODE_ARG`], whose pool
@@ -344,8 +385,10 @@ impl Schedule {
     /// ran one right after the other on one line (a child graph runs its kernels in sequence on
     /// one stream). None when a kernel has no index, two share one, none names an instruction,
     /// or the groups cannot fill the gaps one for one: which kernels a traced command ran is
-    /// then unknown.
-    fn node_order<'k>(&self, launch: &'k [Kernel]) -> Option<Vec<&'k Kernel>> {
+    /// then unknown. With the order, which kernels begin a command that names no instruction
+    /// (a traced command's first kernel, a Pallas kernel): [`Schedule::place`] puts each such
+    /// command on the next custom-call.
+    fn node_order<'k>(&self, launch: &'k [Kernel]) -> Option<(Vec<&'k Kernel>, Vec<bool>)> {
         let (by_node, last_named) = self.by_node(launch)?;
         let split = by_node.partition_point(|(_, k)| k.node <= last_named);
         let (direct, traced) = by_node.split_at(split);
@@ -353,29 +396,49 @@ impl Schedule {
         // The graph's own nodes end where the gaps among them are as many as the groups: a
         // child graph may number a node without a kernel first (cuDNN's), so the first traced
         // kernel can come after that end.
-        let own_nodes = direct.len() + groups.len();
         let first_traced = traced.first().map_or(last_named as usize + 1, |(_, k)| k.node as usize);
-        if own_nodes <= last_named as usize || own_nodes > first_traced {
+        let gaps = last_named as usize + 1 - direct.len()..=first_traced - direct.len();
+        if groups.len() < *gaps.start() {
+            // Fewer groups than gaps: two commands ran back to back on one stream (a cuBLAS
+            // matmul right after the cuDNN attention whose output it takes). Split where the
+            // library changes, if that makes the count.
+            let split: Vec<&[(usize, &Kernel)]> = groups.iter().flat_map(|g| g.chunk_by(|(_, a), (_, b)| !a.library.begins_another(b.library))).collect();
+            if !gaps.contains(&split.len()) {
+                return None;
+            }
+            groups = split;
+        }
+        let own_nodes = direct.len() + groups.len();
+        if !gaps.contains(&groups.len()) {
             return None;
         }
         groups.reverse();
-        let mut order = Vec::with_capacity(launch.len());
+        let (mut order, mut commands) = (Vec::with_capacity(launch.len()), Vec::with_capacity(launch.len()));
         let mut direct = direct.iter().peekable();
         for node in 0..own_nodes as u32 {
             match direct.next_if(|(_, k)| k.node == node) {
-                Some(&(_, kernel)) => order.push(kernel),
-                None => order.extend(groups.pop()?.iter().map(|&(_, k)| k)),
+                Some(&(_, kernel)) => {
+                    order.push(kernel);
+                    commands.push(!self.home.contains_key(&kernel.name));
+                }
+                None => {
+                    let group = groups.pop()?;
+                    order.extend(group.iter().map(|&(_, k)| k));
+                    commands.extend((0..group.len()).map(|i| i == 0));
+                }
             }
         }
-        Some(order)
+        Some((order, commands))
     }
 
     /// The kernels of a launch up to the last that names an instruction, in node order (the
     /// graph's own nodes, without the kernels of the commands it traced); None as for
     /// [`Schedule::node_order`], except when the groups do not fill the gaps.
-    fn own_node_order<'k>(&self, launch: &'k [Kernel]) -> Option<Vec<&'k Kernel>> {
+    fn own_node_order<'k>(&self, launch: &'k [Kernel]) -> Option<(Vec<&'k Kernel>, Vec<bool>)> {
         let (by_node, last_named) = self.by_node(launch)?;
-        Some(by_node.into_iter().take_while(|(_, k)| k.node <= last_named).map(|(_, k)| k).collect())
+        let own: Vec<&Kernel> = by_node.into_iter().take_while(|(_, k)| k.node <= last_named).map(|(_, k)| k).collect();
+        let commands = own.iter().map(|k| !self.home.contains_key(&k.name)).collect();
+        Some((own, commands))
     }
 
     /// A launch's kernels by node index, each with its position in the launch, and the index of
@@ -397,8 +460,9 @@ impl Schedule {
 
     /// Walks one launch's kernels (in the order they ran, or their nodes') on from `walk`, along
     /// the computation most of them name (the first on a tie) unless the walk began in an
-    /// earlier window.
-    fn place(&self, capture: &Capture, launch: &[&Kernel], walk: &mut Walk, placements: &mut Placements) {
+    /// earlier window. In node order `commands` says which kernels that name no instruction
+    /// begin a command of their own (empty in the order they ran).
+    fn place(&self, capture: &Capture, launch: &[&Kernel], commands: &[bool], walk: &mut Walk, placements: &mut Placements) {
         if walk.sequence.is_none() {
             // (sure, any) votes of the computations the launch's kernels name: a kernel whose kind
             // only one computation runs names that computation for sure; one shared by identical
@@ -418,7 +482,7 @@ impl Schedule {
         }
         let Some(s) = walk.sequence else { return };
         let sequence = &self.sequences[s];
-        for &kernel in launch {
+        for (i, &kernel) in launch.iter().enumerate() {
             if walk.lost {
                 return;
             }
@@ -436,8 +500,23 @@ impl Schedule {
                 continue;
             }
             let Some(&(_, kind)) = self.home.get(&kernel.name) else {
-                // Names no instruction: the custom-call after the last placed kernel, if one.
-                if let Some(call) = walk.last_placed.and_then(|placed| sequence.custom_call_after(placed)) {
+                let call = match commands.get(i) {
+                    // In node order a command is the next instruction that launches a kernel,
+                    // when that is a custom-call; its later kernels go with it.
+                    Some(true) => {
+                        let next = sequence.next_kernel[walk.next];
+                        walk.command = sequence.custom_call.get(next).copied().unwrap_or(false).then_some(next);
+                        if let Some(call) = walk.command {
+                            walk.last_placed = Some(call);
+                            walk.next = call + 1;
+                        }
+                        walk.command
+                    }
+                    Some(false) => walk.command,
+                    // In the order they ran: the custom-call after the last placed kernel, if one.
+                    None => walk.last_placed.and_then(|placed| sequence.custom_call_after(placed)),
+                };
+                if let Some(call) = call {
                     placements.insert(capture, kernel, sequence.runs[call]);
                 }
                 continue;
@@ -528,7 +607,7 @@ mod tests {
     /// ran back to back on one line (a child graph's cuBLAS workspace memset and its matmul).
     #[test]
     fn node_order_puts_traced_kernels_back_into_their_gaps() {
-        let (fusion_a, fusion_b, memset, gemm, memcpy) = (10, 11, 20, 21, 22);
+        let (fusion_a, fusion_b, memset, gemm, memcpy, attention) = (10, 11, 20, 21, 22, 23);
         let schedule = Schedule { sequences: Vec::new(), home: FxHashMap::from_iter([(fusion_a, (0, 0)), (fusion_b, (0, 1))]), runs_of_kind: Vec::new() };
         let kernel = |line: u32, start_ns: i64, node: u32, name: u32| Kernel {
             plane: 0,
@@ -541,6 +620,7 @@ mod tests {
             index: node,
             name,
             is_copy: name == memcpy,
+            library: [(memset, Library::Memset), (attention, Library::Cudnn)].into_iter().find(|&(n, _)| n == name).map_or(Library::Other, |(_, l)| l),
             program_id: 1,
             module: 2,
         };
@@ -553,7 +633,9 @@ mod tests {
             kernel(2, 5, 2, fusion_b),
             kernel(2, 30, 4, fusion_a),
         ];
-        let order = |launch: &[Kernel]| schedule.node_order(launch).map(|order| order.iter().map(|k| k.node).collect::<Vec<_>>());
+        let order = |launch: &[Kernel]| schedule.node_order(launch).map(|(order, _)| order.iter().map(|k| k.node).collect::<Vec<_>>());
+        let commands = schedule.node_order(&launch).map(|(_, commands)| commands);
+        assert_eq!(commands, Some(vec![false, true, false, false, true, false]), "the memset begins the matmul's command, the copy its own");
         assert_eq!(order(&launch), Some(vec![0, 5, 6, 2, 7, 4]));
         // The first child graph numbers a node without a kernel first (as cuDNN's do): the
         // graph's own nodes still end at 5, where two gaps meet two groups.
@@ -567,7 +649,11 @@ mod tests {
         let mut apart = launch.to_vec();
         apart.insert(2, kernel(1, 15, 3, fusion_b));
         assert_eq!(order(&apart), None, "node 3 is no longer a gap, and the groups outnumber the gaps");
-        let own = schedule.own_node_order(&apart).map(|own| own.iter().map(|k| k.node).collect::<Vec<_>>());
+        // A cuDNN call's kernel right after the matmul on its line: the library tells them apart.
+        let mut back_to_back = launch.to_vec();
+        back_to_back[3] = kernel(1, 40, 7, attention);
+        assert_eq!(order(&back_to_back), Some(vec![0, 5, 6, 2, 7, 4]));
+        let own = schedule.own_node_order(&apart).map(|(own, _)| own.iter().map(|k| k.node).collect::<Vec<_>>());
         assert_eq!(own, Some(vec![0, 2, 3, 4]), "the graph's own nodes are still walked in order");
         let mut unnumbered = launch.to_vec();
         unnumbered[4].node = NO_NODE;
@@ -575,6 +661,16 @@ mod tests {
         let mut twice = launch.to_vec();
         twice[5].node = 2;
         assert_eq!(order(&twice), None);
+    }
+
+    #[test]
+    fn libraries() {
+        assert_eq!(Library::of("Memset 0"), Library::Memset);
+        assert_eq!(Library::of("void cudnn::fusion::convert_dq_to_16bits<true>(void const*)"), Library::Cudnn);
+        assert_eq!(Library::of("cudnn_generated_fort_native_sdpa_sm90_flash_bprop"), Library::Cudnn);
+        assert_eq!(Library::of("nvjet_sm90_tss_128x64_64x8_1x2_h_bz_TNT"), Library::Other);
+        assert!(Library::Other.begins_another(Library::Memset) && Library::Cudnn.begins_another(Library::Other));
+        assert!(!Library::Memset.begins_another(Library::Cudnn) && !Library::Cudnn.begins_another(Library::Cudnn));
     }
 
     #[test]

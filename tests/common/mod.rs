@@ -24,6 +24,7 @@ pub const JAX_GPU_CAPTURES: &[&str] = &[
     "fused_kernels_concurrent",
     "fused_kernels_nocb",
     "fused_kernels_scan",
+    "fused_kernels_scan_concurrent",
     "fused_kernels_scan_nocb",
     "host_bound_gappy",
     "host_bound_gappy_nocb",
