@@ -23,12 +23,14 @@
 //! CONCURRENT`) runs independent kernels at once, on several streams, in no schedule order. Its
 //! kernels carry `cuda_graph_node_id` (the graph's id, then the node's index in the order XLA
 //! added the commands, which is the schedule's), so such a launch is walked in node order
-//! instead ([`Schedule::node_order`]). A command traced into a child graph (a cuBLAS or cuDNN call, a
-//! memory copy) leaves a gap in the indices, and its kernels are numbered after the graph's
-//! last node, in command order: they go back into the gaps, one group per gap. Such a launch
-//! that cannot be put in node order (a window cut it, or two traced commands ran back to back)
-//! takes what a launch of the same graph put in node order placed on each node; failing that,
-//! its own nodes are walked in order and its traced kernels keep their names.
+//! instead ([`Schedule::node_order`]). A command traced into a child graph (a cuBLAS or cuDNN
+//! call, a memory copy) leaves a gap in the indices, and its kernels are numbered after the
+//! graph's own nodes, in command order: they go back into the gaps, one group per gap (kernels
+//! back to back on one stream, split where the library changes when the gaps need it), and each
+//! such command goes to the next custom-call ahead. A launch that cannot be put in node order
+//! (a window cut it, or its groups do not fill the gaps) takes what a launch of the same graph
+//! put in node order placed on each node; failing that, its own nodes are walked in order and
+//! its traced kernels keep their names.
 //!
 //! A plane streamed in time windows carries each launch's walk into the next window
 //! ([`Walks`]). Only the choice of computation looks ahead, at the launch's kernels in the
