@@ -201,6 +201,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
         };
         let on_one_line = first.line == launch[launch.len() - 1].line;
         let graph = |k: &Kernel| (k.plane, k.program_id, k.module, k.graph);
+        let on_several_lines = (ON_SEVERAL_LINES - first.plane, first.correlation);
         if on_one_line || launch.iter().any(|k| k.node == NO_NODE) {
             // One stream runs a graph's kernels in schedule order; without node indices a
             // launch on several is walked a stream at a time.
@@ -209,7 +210,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                 schedule.place(capture, &on_line.iter().collect::<Vec<_>>(), &[], walk, &mut placements);
             }
         } else if let Some((order, commands)) = schedule.node_order(launch) {
-            let walk = walks.launches.entry((ON_SEVERAL_LINES - first.plane, first.correlation)).or_default();
+            let walk = walks.launches.entry(on_several_lines).or_default();
             schedule.place(capture, &order, &commands, walk, &mut placements);
             for kernel in launch {
                 if let Some(name) = placements.get(kernel.chunk as usize, kernel.index as usize) {
@@ -226,7 +227,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
             }
         } else if let Some((own, commands)) = schedule.own_node_order(launch) {
             // No such launch yet: the graph's own nodes in order, its traced kernels left out.
-            let walk = walks.launches.entry((ON_SEVERAL_LINES - first.plane, first.correlation)).or_default();
+            let walk = walks.launches.entry(on_several_lines).or_default();
             schedule.place(capture, &own, &commands, walk, &mut placements);
         }
     }

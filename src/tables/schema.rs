@@ -144,7 +144,7 @@ pub const TABLES: &[Table] = &[
             c("device", Name, false, "`TPU:0`, `GPU:3`; on CPU captures `CPU:<device_ordinal>`."),
             c("line", Name, false, "Line the op ran on."),
             c("name", Name, true, "Event name as in `events.name`."),
-            c("hlo_op", Name, false, "HLO instruction name (`fusion.3`, `psum.7`): the first of hlo_op stat, display name, event name that the program's HLO knows (a GPU kernel inside a command buffer is placed by the program's schedule and its kernel name); the kernel name when there is none."),
+            c("hlo_op", Name, false, "HLO instruction name (`fusion.3`, `psum.7`): the first of hlo_op stat, display name, event name that the program's HLO knows (a GPU kernel inside a command buffer is placed by the program's schedule and its kernel name, in a graph run on several streams by its graph node's index); the kernel name when there is none."),
             c("hlo_module", Name, true, "HLO module (`jit_train_step`)."),
             c("program_id", UInt, true, "XLA program id (from the op, else its `XLA Modules` event)."),
             c("opcode", Name, true, "HLO opcode from the module's HloProto (`fusion`, `all-reduce`, `dot`)."),
