@@ -368,11 +368,42 @@ async fn trend_answer(question: &str, store: PathBuf, format: AnswerFormat, show
     if show_sql {
         answer["sql"] = serde_json::json!([{"query": name, "sql": sql}]);
     }
-    match format {
-        AnswerFormat::Json => print!("{}", summary::to_json_text(&answer)),
-        AnswerFormat::Table => print!("{}", render::answer_table(&answer)),
-    }
+    print_answer(&answer, format);
     Exit::SUCCESS
+}
+
+/// "Is it memory- or compute-bound?" of a profile or stored run: its ops on the roofline
+/// (the `roofline` query), which a summary does not hold.
+async fn bound_answer(question: &str, source: &SourceArgs, top_k: usize, format: AnswerFormat, show_sql: bool) -> Exit {
+    let opened = match open_wide(source).await {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    // Every op with a cost model: the shares of each bound are over all of them.
+    let params = BTreeMap::from([("run_id".to_string(), opened.run_id.clone()), ("top_k".to_string(), i64::MAX.to_string())]);
+    let rows = match opened.engine.run_named("roofline", &params).await {
+        Ok(b) => render::rows(&b),
+        Err(e) => return fail(4, e),
+    };
+    let mut answer = summary::query::bound_answer(question, &rows, top_k);
+    if show_sql {
+        let sql = queries::find("roofline").and_then(|q| q.bind(&params).ok());
+        answer["sql"] = serde_json::json!([{"query": "roofline", "sql": sql}]);
+    }
+    print_answer(&answer, format);
+    Exit::SUCCESS
+}
+
+/// The profile or stored run of the arguments, opened for one query (spread over the cores).
+async fn open_wide(source: &SourceArgs) -> Result<source::Opened, Exit> {
+    source::open(&source.source()?, Spread::Wide).await.map_err(source_failure)
+}
+
+fn print_answer(answer: &serde_json::Value, format: AnswerFormat) {
+    match format {
+        AnswerFormat::Json => print!("{}", summary::to_json_text(answer)),
+        AnswerFormat::Table => print!("{}", render::answer_table(answer)),
+    }
 }
 
 /// Loads both sides and compares them; Err is the exit code.
@@ -592,13 +623,9 @@ fn run() -> Exit {
                         Err(e) => return fail(4, e),
                     }
                 } else {
-                    let src = match source.source() {
-                        Ok(s) => s,
-                        Err(code) => return code,
-                    };
-                    let opened = match source::open(&src, Spread::Wide).await {
+                    let opened = match open_wide(&source).await {
                         Ok(o) => o,
-                        Err(e) => return source_failure(e),
+                        Err(code) => return code,
                     };
                     if per_run {
                         params.insert("run_id".into(), opened.run_id.clone());
@@ -630,8 +657,12 @@ fn run() -> Exit {
         }
         Command::Query { question, source, summary: summary_file, top_k, format, show_sql } => {
             let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
-            if summary::query::route(&question).is_some_and(|i| i.query_type == "trend") && source.input.is_none() && summary_file.is_none() {
+            let query_type = summary::query::route(&question).map(|i| i.query_type);
+            if query_type == Some("trend") && source.input.is_none() && summary_file.is_none() {
                 return runtime().block_on(trend_answer(&question, source.store(), format, show_sql));
+            }
+            if query_type == Some("bound_analysis") && summary_file.is_none() {
+                return runtime().block_on(bound_answer(&question, &source, top_k, format, show_sql));
             }
             runtime().block_on(async {
                 let (doc, run_id) = match summary_of(&source, summary_file.as_deref(), &opts).await {
@@ -651,10 +682,7 @@ fn run() -> Exit {
                         .collect();
                     answer["sql"] = serde_json::Value::Array(sql);
                 }
-                match format {
-                    AnswerFormat::Json => print!("{}", summary::to_json_text(&answer)),
-                    AnswerFormat::Table => print!("{}", render::answer_table(&answer)),
-                }
+                print_answer(&answer, format);
                 if answer["query_type"] == "unrecognized" {
                     Exit(2)
                 } else {

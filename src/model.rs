@@ -882,6 +882,10 @@ pub struct CaptureMeta {
     pub jax_version: Option<String>,
     pub jaxlib_version: Option<String>,
     pub device_kinds: Vec<String>,
+    /// Distinct peak FLOP rates (FLOP/s) the accelerator planes state, in the order seen.
+    pub peak_flops_per_s: Vec<f64>,
+    /// Distinct peak HBM bandwidths (bytes/s) the accelerator planes state, in the order seen.
+    pub peak_hbm_bytes_per_s: Vec<f64>,
     /// Hosts (pool ids) whose device planes hold device ops: their host events that carry
     /// hlo_op are launches, not ops. Known from the XPlane layout before any events decode.
     pub hosts_with_device_ops: Vec<u32>,

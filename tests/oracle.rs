@@ -423,3 +423,60 @@ fn jax_gpu_hlo_stats_without_command_buffers_match_xprof() {
         check_hlo_stats(&jax_gpu(name));
     }
 }
+
+/// The `roofline` query's rows for (program, op) equal XProf's roofline_model "Total" rows:
+/// executions, FLOP rate (GFLOP/s), HBM bandwidth (GiB/s), intensity, bound and efficiency;
+/// the run's peaks equal the roofline's. XProf's GPU rows come from its own HLO cost analysis,
+/// which profq does not redo: there the ops carry no cost model and only the bandwidth is checked.
+#[test]
+fn roofline_matches_xprof() {
+    for rel in ["public/openxla-xprof/tpu_v6e_jax_inference", "public/TraceLens/mi300x_jax08_gemm"] {
+        let Some(dir) = shared(rel) else { continue };
+        let store = temp_dir("roofline");
+        ingest(&store, &xplane_of(&dir), "r");
+        let oracle = read_json(&dir.join("oracle/roofline_model.json"));
+        let table = &oracle[0];
+        let peak = |key: &str| table["p"][key].as_str().and_then(|v| v.parse::<f64>().ok());
+        let run = &sql(&store, "SELECT peak_flops_per_s, peak_hbm_bytes_per_s FROM runs")[0];
+        let close = |ours: f64, theirs: f64, rel_tol: f64| (ours - theirs).abs() <= rel_tol * theirs.abs().max(1e-12);
+        // The roofline's table prints peaks to six significant digits, in GFLOP/s and GiB/s.
+        let hbm = peak("peak_hbm_bw").unwrap() * (1u64 << 30) as f64;
+        assert!(close(run["peak_hbm_bytes_per_s"].as_f64().unwrap(), hbm, 1e-5), "{rel}: peak bandwidth {run}");
+        let ids: Vec<&str> = table["cols"].as_array().unwrap().iter().map(|c| as_str(&c["id"])).collect();
+        let rows: Vec<BTreeMap<&str, &serde_json::Value>> =
+            table["rows"].as_array().unwrap().iter().map(|r| ids.iter().copied().zip(r["c"].as_array().unwrap().iter().map(|c| &c["v"])).collect()).collect();
+        let totals: Vec<_> = rows.iter().filter(|r| r["step"] == "Total" && r["include_infeed_outfeed"] == true && r["operation"] != "Program").collect();
+        assert!(!totals.is_empty(), "{rel}: oracle has roofline rows");
+        let Some(peak_flops) = run["peak_flops_per_s"].as_f64() else {
+            // A GPU: the profile states no peak FLOP rate, and its ops no FLOPs.
+            let ops = profq(&["run", "roofline", &xplane_of(&dir).to_string_lossy(), "--format", "json"]);
+            assert_eq!(stdout(&ops).trim(), "[]", "{rel}: {}", stderr(&ops));
+            continue;
+        };
+        assert!(close(peak_flops, peak("peak_flop_rate").unwrap() * 1e9, 1e-5), "{rel}: peak FLOP rate {run}");
+        let out = profq(&["run", "roofline", "--run", "r", "--store", &store.to_string_lossy(), "--param", "top_k=100000", "--format", "json"]);
+        let ours: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{rel}: {e}: {}", stderr(&out)));
+        assert_eq!(ours.len(), totals.len(), "{rel}: roofline rows");
+        for theirs in totals {
+            let op = as_str(theirs["operation"]);
+            let program = as_str(theirs["hlo_module_id"]);
+            let row = ours
+                .iter()
+                .find(|r| as_str(&r["hlo_op"]) == op && r["program_id"] == program.parse::<u64>().unwrap())
+                .unwrap_or_else(|| panic!("{rel}: ({program}, {op}) missing from roofline"));
+            let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+            assert_eq!(as_i64(&row["count"]) as f64, num(theirs["occurrences"]), "{rel}: executions of {op}");
+            assert_eq!(as_str(&row["category"]), as_str(theirs["category"]), "{rel}: category of {op}");
+            assert!(close(num(&row["flop_rate"]) / 1e9, num(theirs["measured_flop_rate"]), 1e-6), "{rel}: FLOP rate of {op}: {row}");
+            assert!(close(num(&row["bandwidth"]) / (1u64 << 30) as f64, num(theirs["measured_memory_bw"]), 1e-6), "{rel}: bandwidth of {op}: {row}");
+            assert!(close(num(&row["intensity"]), num(theirs["operational_intensity"]), 1e-9), "{rel}: intensity of {op}: {row}");
+            assert!(close(num(&row["roofline_efficiency"]), num(theirs["roofline_efficiency"]), 1e-6), "{rel}: efficiency of {op}: {row}");
+            let bound = match as_str(theirs["bound_by"]) {
+                "HBM" => "memory",
+                "Compute" => "compute",
+                _ => "unknown",
+            };
+            assert_eq!(as_str(&row["bound_by"]), bound, "{rel}: bound of {op}");
+        }
+    }
+}

@@ -568,6 +568,31 @@ fn every_intent_answers_on_a_real_capture() {
     assert_eq!(stragglers["results"].as_array().unwrap().len(), 8);
 }
 
+/// "Memory- or compute-bound?" is answered from the roofline where the ops carry a cost model
+/// and the profile states peaks (TPU), and stays `unsupported_from_trace_only` where not,
+/// saying which is missing: a CPU capture, and a summary file (which holds no roofline).
+#[test]
+fn bound_question_is_answered_from_the_roofline() {
+    let question = "Is it memory-bound or compute-bound?";
+    let cpu = query(&jax_cpu("transformer_lm"), question);
+    assert_eq!(cpu["result"], "unsupported_from_trace_only", "{cpu}");
+    assert!(cpu["explanation"].as_str().unwrap().contains("no cost model"), "{cpu}");
+    let summary_path = temp_dir("bound").join("s.json");
+    assert!(profq(&["summarize", jax_cpu("transformer_lm").to_str().unwrap(), "--output", summary_path.to_str().unwrap()]).status.success());
+    let o = profq(&["query", question, "--summary", summary_path.to_str().unwrap()]);
+    let from_summary: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(from_summary["result"], "unsupported_from_trace_only", "{from_summary}");
+    let Some(tpu) = shared("public/openxla-xprof/tpu_v6e_jax_inference") else { return };
+    let a = query(&xplane_of(&tpu), question);
+    assert_eq!((a["result"].as_str(), a["bound_by"].as_str()), (Some("roofline"), Some("memory")), "{a}");
+    let shares: f64 = a["by_bound"].as_array().unwrap().iter().map(|b| f(&b["share_of_self"])).sum();
+    assert!((shares - 1.0).abs() < 1e-9, "{a}");
+    let top = &a["results"][0];
+    assert_eq!((top["hlo_op"].as_str(), top["bound_by"].as_str(), top["is_async"].as_bool()), (Some("copy-done.4"), Some("memory"), Some(true)), "{a}");
+    let sql = profq(&["query", question, xplane_of(&tpu).to_str().unwrap(), "--show-sql"]);
+    assert!(stdout(&sql).contains("-- query: roofline") || stdout(&sql).contains("\"query\": \"roofline\""), "{}", stdout(&sql));
+}
+
 /// In memory, `events` holds only the events of interest (compiles, copies), with every arg,
 /// and `ops` and `gaps` only the columns the summary reads: the summary of an INPUT equals
 /// the summary of its stored run, which has every event and column, on

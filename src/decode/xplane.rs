@@ -767,6 +767,10 @@ fn prepare_planes<'a>(
                         capture.meta.device_kinds.push(kind);
                     }
                 }
+                // TPU planes state peaks in decimal tera / giga units, a GPU's bandwidth in bytes/s.
+                "peak_teraflops_per_second" => note_peak(&mut capture.meta.peak_flops_per_s, value_f64(value).map(|v| v * 1e12)),
+                "peak_hbm_bw_gigabytes_per_second" => note_peak(&mut capture.meta.peak_hbm_bytes_per_s, value_f64(value).map(|v| v * 1e9)),
+                "memory_bandwidth" => note_peak(&mut capture.meta.peak_hbm_bytes_per_s, value_f64(value)),
                 _ => {}
             }
         }
@@ -1194,6 +1198,25 @@ fn set_int_column(chunk: &mut EventChunk, i: usize, role: Role, v: i64) {
         _ => &mut chunk.device_ordinal,
     };
     col.set(i, capacity, v);
+}
+
+fn value_f64(v: StatValue) -> Option<f64> {
+    match v {
+        StatValue::Int(x) => Some(x as f64),
+        StatValue::UInt(x) => Some(x as f64),
+        StatValue::Double(x) => Some(x),
+        StatValue::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Keeps a positive, finite peak once per distinct value (a run states one per device kind).
+fn note_peak(peaks: &mut Vec<f64>, peak: Option<f64>) {
+    if let Some(p) = peak.filter(|p| p.is_finite() && *p > 0.0) {
+        if !peaks.contains(&p) {
+            peaks.push(p);
+        }
+    }
 }
 
 fn value_i64(v: StatValue) -> Option<i64> {

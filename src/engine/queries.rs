@@ -38,6 +38,7 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("provenance_hints"),
     q!("recompilation"),
     q!("regions"),
+    q!("roofline"),
     q!("semantic_families"),
     q!("shape_churn"),
     q!("step_durations"),

@@ -108,7 +108,7 @@ pub const INTENTS: &[Intent] = &[
     Intent {
         query_type: "bound_analysis",
         all_of: &[&["memory", "compute", "roofline"], &["bound", "roofline", "bandwidth"]],
-        queries: &[],
+        queries: &["roofline"],
         example: "Is it memory-bound or compute-bound?",
     },
     Intent {
@@ -237,6 +237,51 @@ pub fn supported_questions() -> Vec<Value> {
     INTENTS.iter().map(|i| json!({"query_type": i.query_type, "example": i.example})).collect()
 }
 
+const BOUND_NEEDS: &str = "Deciding memory- vs compute-bound needs hardware counters or a roofline (FLOPs and bytes per op with the device's peaks); a timeline alone cannot tell. ops.flops and ops.bytes_accessed hold the cost model where the profile has it (TPU), runs.peak_flops_per_s and runs.peak_hbm_bytes_per_s the peaks.";
+
+/// Answers "is it memory- or compute-bound?" from the rows of the `roofline` query (every
+/// op with a cost model, in its order): each bound's share of their exclusive time, the bound
+/// of the largest share, and the first `top_k` ops. Without a cost model or peaks the answer
+/// stays the summary's (`unsupported_from_trace_only`) and says which is missing.
+pub fn bound_answer(question: &str, roofline: &[Map<String, Value>], top_k: usize) -> Value {
+    let mut out = Map::new();
+    out.insert("query_type".into(), json!("bound_analysis"));
+    out.insert("question".into(), json!(question));
+    let mut by_bound: std::collections::BTreeMap<&str, (i64, usize)> = Default::default();
+    for row in roofline {
+        let entry = by_bound.entry(row["bound_by"].as_str().unwrap_or("unknown")).or_default();
+        entry.0 += row["self_ns"].as_i64().unwrap_or(0);
+        entry.1 += 1;
+    }
+    let total: i64 = by_bound.values().map(|(ns, _)| ns).sum();
+    let known = by_bound.iter().filter(|(bound, _)| **bound != "unknown");
+    // Ties: the name, so the verdict is stable.
+    let verdict = known.max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.0.cmp(a.0))).map(|(bound, _)| *bound);
+    let Some(verdict) = verdict else {
+        let missing = if roofline.is_empty() {
+            "The ops of this run carry no cost model (FLOPs, bytes)."
+        } else {
+            "The run records no device peaks (FLOP rate, HBM bandwidth): the profile states none, or a profq that did not record them ingested it (ingest it again)."
+        };
+        out.insert("result".into(), json!("unsupported_from_trace_only"));
+        out.insert("explanation".into(), json!(format!("{missing} {BOUND_NEEDS}")));
+        return Value::Object(out);
+    };
+    out.insert("result".into(), json!("roofline"));
+    out.insert("bound_by".into(), json!(verdict));
+    let shares: Vec<Value> = by_bound
+        .iter()
+        .map(|(bound, (ns, ops))| json!({"bound_by": bound, "ops": ops, "self_ns": ns, "share_of_self": if total > 0 { *ns as f64 / total as f64 } else { 0.0 }}))
+        .collect();
+    out.insert("by_bound".into(), Value::Array(shares));
+    out.insert("results".into(), Value::Array(roofline.iter().take(top_k).cloned().map(Value::Object).collect()));
+    out.insert(
+        "explanation".into(),
+        json!("Ops with a cost model, placed on the roofline of the device's stated peaks: memory-bound below the ridge point (peak FLOP rate / peak HBM bandwidth), compute-bound at or above it. Shares are of their exclusive time; async ops (is_async) count the time spent waiting for their transfer."),
+    );
+    Value::Object(out)
+}
+
 /// Answers a question from a summary. None when no intent matches.
 pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
     let Some(intent) = route(question) else {
@@ -312,7 +357,7 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
         }
         "bound_analysis" => {
             out.insert("result".into(), json!("unsupported_from_trace_only"));
-            out.insert("explanation".into(), json!("Deciding memory- vs compute-bound needs hardware counters or a roofline (FLOPs and bytes per op with the device's peaks); a timeline alone cannot tell. ops.flops and ops.bytes_accessed hold the cost model where the profile has it (TPU)."));
+            out.insert("explanation".into(), json!(format!("{BOUND_NEEDS} A summary alone does not hold them: ask with the profile or a stored run.")));
         }
         "trend" => {
             out.insert("hint".into(), json!("Trends read every run of a store: ask with --store (and no INPUT/--summary)."));

@@ -167,6 +167,8 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
             Arc::new(StringArray::from(vec![m.jaxlib_version.clone()])),
             text_list(std::slice::from_ref(&m.device_kinds)),
             i64s([run.num_devices as i64].into_iter()),
+            Arc::new(Float64Array::from(vec![single_peak(&m.peak_flops_per_s)])),
+            Arc::new(Float64Array::from(vec![single_peak(&m.peak_hbm_bytes_per_s)])),
             text_list(&[launch_ids]),
             text_list(&[source_hints]),
             Arc::new(StringArray::from(vec![m.display_time_unit.clone()])),
@@ -174,6 +176,14 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
             Arc::new(StringArray::from(vec![env!("CARGO_PKG_VERSION")])),
         ],
     )
+}
+
+/// A run's peak when its devices state one value; none when they state none or differ.
+fn single_peak(peaks: &[f64]) -> Option<f64> {
+    match peaks {
+        [p] => Some(*p),
+        _ => None,
+    }
 }
 
 /// Rows per batch of a streamed `events` table ([`event_slices`]): large enough for Parquet's

@@ -99,6 +99,8 @@ pub const TABLES: &[Table] = &[
             c("jaxlib_version", Text, true, "Producer jaxlib version, when the profile records it."),
             c("device_kinds", TextList, false, "Accelerator kinds seen (e.g. `TPU v6 Lite`, `AMD GPU`); empty for CPU-only captures."),
             c("num_devices", Int, false, "Distinct devices that ran ops."),
+            c("peak_flops_per_s", Float, true, "Peak FLOP rate of one device as the profile states it (TPU `peak_teraflops_per_second`); null where it states none (GPU, CPU, trace JSON) or devices differ."),
+            c("peak_hbm_bytes_per_s", Float, true, "Peak HBM bandwidth of one device as the profile states it (TPU `peak_hbm_bw_gigabytes_per_second`, GPU `memory_bandwidth`); null where it states none or devices differ."),
             c("launch_run_ids", TextList, false, "The 20 most frequent values of the XLA `run_id` stat (one per program launch), most frequent first (ties: value); tells captures apart."),
             c("source_file_hints", TextList, false, "The 20 most frequent `source` / `source_file` / `file_name` stat values, most frequent first (ties: value)."),
             c("display_time_unit", Text, true, "Trace JSON `displayTimeUnit` (a viewer hint; times are always µs in trace JSON); null for XPlane."),
