@@ -372,23 +372,27 @@ async fn trend_answer(question: &str, store: PathBuf, format: AnswerFormat, show
     Exit::SUCCESS
 }
 
-/// "Is it memory- or compute-bound?" of a profile or stored run: its ops on the roofline
-/// (the `roofline` query), which a summary does not hold.
-async fn bound_answer(question: &str, source: &SourceArgs, top_k: usize, format: AnswerFormat, show_sql: bool) -> Exit {
+/// A question whose analysis a summary does not hold (the roofline, memory), answered from
+/// its intent's named query over the profile or stored run.
+async fn answer_from_rows(question: &str, intent: &summary::query::Intent, source: &SourceArgs, top_k: usize, format: AnswerFormat, show_sql: bool) -> Exit {
     let opened = match open_wide(source).await {
         Ok(o) => o,
         Err(code) => return code,
     };
-    // Every op with a cost model: the shares of each bound are over all of them.
-    let params = BTreeMap::from([("run_id".to_string(), opened.run_id.clone()), ("top_k".to_string(), i64::MAX.to_string())]);
-    let rows = match opened.engine.run_named("roofline", &params).await {
+    let name = intent.queries[0];
+    // Every row: the answer's totals are over all of them.
+    let mut params = BTreeMap::from([("run_id".to_string(), opened.run_id.clone())]);
+    if queries::find(name).is_some_and(|q| q.params().iter().any(|p| p.name == "top_k")) {
+        params.insert("top_k".to_string(), i64::MAX.to_string());
+    }
+    let rows = match opened.engine.run_named(name, &params).await {
         Ok(b) => render::rows(&b),
         Err(e) => return fail(4, e),
     };
-    let mut answer = summary::query::bound_answer(question, &rows, top_k);
+    let mut answer = summary::query::answer_from_rows(intent.query_type, question, &rows, top_k);
     if show_sql {
-        let sql = queries::find("roofline").and_then(|q| q.bind(&params).ok());
-        answer["sql"] = serde_json::json!([{"query": "roofline", "sql": sql}]);
+        let sql = queries::find(name).and_then(|q| q.bind(&params).ok());
+        answer["sql"] = serde_json::json!([{"query": name, "sql": sql}]);
     }
     print_answer(&answer, format);
     Exit::SUCCESS
@@ -657,12 +661,12 @@ fn run() -> Exit {
         }
         Command::Query { question, source, summary: summary_file, top_k, format, show_sql } => {
             let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
-            let query_type = summary::query::route(&question).map(|i| i.query_type);
-            if query_type == Some("trend") && source.input.is_none() && summary_file.is_none() {
+            let intent = summary::query::route(&question);
+            if intent.is_some_and(|i| i.query_type == "trend") && source.input.is_none() && summary_file.is_none() {
                 return runtime().block_on(trend_answer(&question, source.store(), format, show_sql));
             }
-            if query_type == Some("bound_analysis") && summary_file.is_none() {
-                return runtime().block_on(bound_answer(&question, &source, top_k, format, show_sql));
+            if let Some(i) = intent.filter(|i| summary::query::ANSWERED_FROM_ROWS.contains(&i.query_type) && summary_file.is_none()) {
+                return runtime().block_on(answer_from_rows(&question, i, &source, top_k, format, show_sql));
             }
             runtime().block_on(async {
                 let (doc, run_id) = match summary_of(&source, summary_file.as_deref(), &opts).await {
@@ -671,7 +675,6 @@ fn run() -> Exit {
                 };
                 let mut answer = summary::query::answer(&doc, &question, top_k);
                 if show_sql {
-                    let intent = summary::query::route(&question);
                     let mut params = BTreeMap::new();
                     params.insert("run_id".to_string(), run_id.unwrap_or_else(|| "<run_id>".into()));
                     let sql: Vec<serde_json::Value> = intent

@@ -52,15 +52,18 @@ fn jax_gpu_event_aggregates_match_xprof() {
     }
 }
 
+/// The public XPlane captures (TPU v6e, AMD MI300X) in `../shared/fixtures`.
+const PUBLIC_XPLANES: [&str; 5] = [
+    "public/openxla-xprof/tpu_v6e_jax_inference",
+    "public/TraceLens/mi300x_jax08_conv",
+    "public/TraceLens/mi300x_jax08_elementwise",
+    "public/TraceLens/mi300x_jax08_gemm",
+    "public/TraceLens/mi300x_jax_conv_minimal_legacy",
+];
+
 #[test]
 fn public_xplane_event_aggregates_match_xprof() {
-    for rel in [
-        "public/openxla-xprof/tpu_v6e_jax_inference",
-        "public/TraceLens/mi300x_jax08_conv",
-        "public/TraceLens/mi300x_jax08_elementwise",
-        "public/TraceLens/mi300x_jax08_gemm",
-        "public/TraceLens/mi300x_jax_conv_minimal_legacy",
-    ] {
+    for rel in PUBLIC_XPLANES {
         let Some(dir) = shared(rel) else { continue };
         check_event_aggregates(&xplane_of(&dir), &dir.join("oracle"));
     }
@@ -478,5 +481,43 @@ fn roofline_matches_xprof() {
             };
             assert_eq!(as_str(&row["bound_by"]), bound, "{rel}: bound of {op}");
         }
+    }
+}
+
+/// The `memory_profile` query's rows equal XProf's memory_profile summaries per allocator:
+/// lifetime peak, the peak's heap, stack and free bytes, fragmentation and capacity. XProf's
+/// peak time counts from another origin than the run start, so what is checked is that the
+/// two differ by one offset for every allocator of a capture.
+#[test]
+fn memory_profile_matches_xprof() {
+    let mut checked = 0;
+    for rel in PUBLIC_XPLANES {
+        let Some(dir) = shared(rel) else { continue };
+        let out = profq(&["run", "memory_profile", &xplane_of(&dir).to_string_lossy(), "--format", "json"]);
+        let ours: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{rel}: {e}: {}", stderr(&out)));
+        let oracle = read_json(&dir.join("oracle/memory_profile.json"));
+        let allocators = oracle["memoryProfilePerAllocator"].as_object().unwrap();
+        assert_eq!(ours.len(), allocators.len(), "{rel}: allocators");
+        let mut offsets = Vec::new();
+        for (id, theirs) in allocators {
+            let row = ours.iter().find(|r| as_str(&r["memory_id"]) == id).unwrap_or_else(|| panic!("{rel}: allocator {id} missing"));
+            let summary = &theirs["profileSummary"];
+            let peak = &summary["peakStats"];
+            let int = |v: &serde_json::Value| v.as_str().unwrap().parse::<i64>().unwrap();
+            assert_eq!(as_i64(&row["lifetime_peak_bytes"]), int(&summary["peakBytesUsageLifetime"]), "{rel}: {id} lifetime peak");
+            assert_eq!(as_i64(&row["peak_in_use_bytes"]), int(&peak["peakBytesInUse"]), "{rel}: {id} peak in use");
+            assert_eq!(as_i64(&row["peak_heap_bytes"]), int(&peak["heapAllocatedBytes"]), "{rel}: {id} heap at peak");
+            assert_eq!(as_i64(&row["peak_stack_bytes"]), int(&peak["stackReservedBytes"]), "{rel}: {id} stack at peak");
+            assert_eq!(as_i64(&row["peak_free_bytes"]), int(&peak["freeMemoryBytes"]), "{rel}: {id} free at peak");
+            assert_eq!(as_i64(&row["capacity_bytes"]), int(&summary["memoryCapacity"]), "{rel}: {id} capacity");
+            let fragmentation = row["peak_fragmentation"].as_f64().unwrap();
+            assert!((fragmentation - peak["fragmentation"].as_f64().unwrap()).abs() < 1e-6, "{rel}: {id} fragmentation");
+            offsets.push(int(&summary["peakStatsTimePs"]) / 1000 - as_i64(&row["peak_time_ns"]));
+            checked += 1;
+        }
+        assert!(offsets.iter().all(|o| (o - offsets[0]).abs() <= 1), "{rel}: peak times {offsets:?}");
+    }
+    if shared("public/openxla-xprof/tpu_v6e_jax_inference").is_some() {
+        assert!(checked >= 4, "allocators checked: {checked}");
     }
 }

@@ -593,6 +593,30 @@ fn bound_question_is_answered_from_the_roofline() {
     assert!(stdout(&sql).contains("-- query: roofline") || stdout(&sql).contains("\"query\": \"roofline\""), "{}", stdout(&sql));
 }
 
+/// "How much memory at peak?" is answered from the allocators' events of a profile (kept in
+/// memory as events of interest): every allocator and the one closest to full. A capture
+/// without them, and a summary file, say so.
+#[test]
+fn memory_question_is_answered_from_the_allocator_events() {
+    let question = "How much device memory is used at peak?";
+    let cpu = query(&jax_cpu("mlp_train"), question);
+    assert_eq!(cpu["result"], "no_memory_events", "{cpu}");
+    let summary_path = temp_dir("memory").join("s.json");
+    assert!(profq(&["summarize", jax_cpu("mlp_train").to_str().unwrap(), "--output", summary_path.to_str().unwrap()]).status.success());
+    let o = profq(&["query", question, "--summary", summary_path.to_str().unwrap()]);
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&o)).unwrap()["result"], "needs_profile");
+    let Some(tpu) = shared("public/openxla-xprof/tpu_v6e_jax_inference") else { return };
+    let a = query(&xplane_of(&tpu), question);
+    let ids: Vec<&str> = a["results"].as_array().unwrap().iter().map(|r| r["memory_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["0", "1", "2", "3"], "{a}");
+    // Memories 1 and 2 peak equally high: the first in (host, memory_id) order is the fullest.
+    assert_eq!(a["fullest"]["memory_id"], "1", "{a}");
+    let store = temp_dir("memory-store");
+    ingest(&store, &xplane_of(&tpu), "r");
+    let stored = profq(&["query", question, "--run", "r", "--store", store.to_str().unwrap()]);
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&stored)).unwrap()["results"], a["results"], "a stored run answers as its profile");
+}
+
 /// In memory, `events` holds only the events of interest (compiles, copies), with every arg,
 /// and `ops` and `gaps` only the columns the summary reads: the summary of an INPUT equals
 /// the summary of its stored run, which has every event and column, on

@@ -32,6 +32,7 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("gap_contexts"),
     q!("hierarchical_regions"),
     q!("hot_ops"),
+    q!("memory_profile"),
     q!("op_trend"),
     q!("per_host"),
     q!("pre_op_gaps"),
@@ -194,10 +195,14 @@ mod tests {
         let mut readers: Vec<(&str, &str)> = QUERIES.iter().filter(|q| reads_events(q.text)).map(|q| (q.name, q.text)).collect();
         readers.sort();
         let names: Vec<&str> = readers.iter().map(|(name, _)| *name).collect();
-        assert_eq!(names, ["recompilation", "transfers"]);
+        assert_eq!(names, ["memory_profile", "recompilation", "transfers"]);
         for (name, text) in readers {
-            let rule = if name == "transfers" { "is_transfer_event(" } else { "is_compile_event(" };
-            assert!(text.contains(rule), "{name} must pick its events with {rule}");
+            let rule = match name {
+                "transfers" => "is_transfer_event(".to_string(),
+                "recompilation" => "is_compile_event(".to_string(),
+                _ => format!("IN ('{}')", crate::tables::events_of_interest::MEMORY_EVENTS.join("', '")),
+            };
+            assert!(text.contains(&rule), "{name} must pick its events with {rule}");
         }
     }
 

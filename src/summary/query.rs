@@ -112,6 +112,15 @@ pub const INTENTS: &[Intent] = &[
         example: "Is it memory-bound or compute-bound?",
     },
     Intent {
+        query_type: "memory_profile",
+        all_of: &[
+            &["memory", "hbm", "oom"],
+            &["peak", "usage", "use", "used", "much", "profile", "footprint", "allocated", "allocation", "allocations", "full", "oom", "fit", "fits"],
+        ],
+        queries: &["memory_profile"],
+        example: "How much device memory is used at peak?",
+    },
+    Intent {
         query_type: "comparison_hint",
         all_of: &[&["improve", "improved", "regress", "regressed", "regression", "compare", "comparison", "diff", "changed", "before", "after"]],
         queries: &[],
@@ -239,11 +248,52 @@ pub fn supported_questions() -> Vec<Value> {
 
 const BOUND_NEEDS: &str = "Deciding memory- vs compute-bound needs hardware counters or a roofline (FLOPs and bytes per op with the device's peaks); a timeline alone cannot tell. ops.flops and ops.bytes_accessed hold the cost model where the profile has it (TPU), runs.peak_flops_per_s and runs.peak_hbm_bytes_per_s the peaks.";
 
+/// The intents answered from their named query over a profile or stored run, whose rows a
+/// summary does not hold ([`answer_from_rows`]).
+pub const ANSWERED_FROM_ROWS: [&str; 2] = ["bound_analysis", "memory_profile"];
+
+/// Answers a question of [`ANSWERED_FROM_ROWS`] from the rows of its intent's query.
+pub fn answer_from_rows(query_type: &str, question: &str, rows: &[Map<String, Value>], top_k: usize) -> Value {
+    match query_type {
+        "bound_analysis" => bound_answer(question, rows, top_k),
+        _ => memory_answer(question, rows, top_k),
+    }
+}
+
+/// "How much memory at peak?" from the `memory_profile` rows (one per allocator): the
+/// allocator that came closest to full (ties: host, memory id) and every allocator.
+fn memory_answer(question: &str, rows: &[Map<String, Value>], top_k: usize) -> Value {
+    let mut out = Map::new();
+    out.insert("query_type".into(), json!("memory_profile"));
+    out.insert("question".into(), json!(question));
+    let share = |r: &Map<String, Value>| r["peak_share"].as_f64().unwrap_or(0.0);
+    // Rows come ordered by (host, memory_id): the first of equal shares is kept.
+    let fullest = rows.iter().fold(None, |best: Option<&Map<String, Value>>, r| match best {
+        Some(b) if share(b) >= share(r) => Some(b),
+        _ => Some(r),
+    });
+    match fullest {
+        Some(f) => {
+            out.insert("fullest".into(), Value::Object(f.clone()));
+            out.insert("results".into(), Value::Array(rows.iter().take(top_k).cloned().map(Value::Object).collect()));
+        }
+        None => {
+            out.insert("result".into(), json!("no_memory_events"));
+            out.insert("explanation".into(), json!(NO_MEMORY_EVENTS));
+        }
+    }
+    Value::Object(out)
+}
+
+const NO_MEMORY_EVENTS_IN_SUMMARY: &str = "Memory is read from the allocators' MemoryAllocation / MemoryDeallocation events, which a summary does not hold.";
+
+const NO_MEMORY_EVENTS: &str = "Memory is read from the allocators' MemoryAllocation / MemoryDeallocation events (XPlane host planes of TPU and GPU captures that record them); this run has none.";
+
 /// Answers "is it memory- or compute-bound?" from the rows of the `roofline` query (every
 /// op with a cost model, in its order): each bound's share of their exclusive time, the bound
 /// of the largest share, and the first `top_k` ops. Without a cost model or peaks the answer
 /// stays the summary's (`unsupported_from_trace_only`) and says which is missing.
-pub fn bound_answer(question: &str, roofline: &[Map<String, Value>], top_k: usize) -> Value {
+fn bound_answer(question: &str, roofline: &[Map<String, Value>], top_k: usize) -> Value {
     let mut out = Map::new();
     out.insert("query_type".into(), json!("bound_analysis"));
     out.insert("question".into(), json!(question));
@@ -359,6 +409,10 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
             out.insert("result".into(), json!("unsupported_from_trace_only"));
             out.insert("explanation".into(), json!(format!("{BOUND_NEEDS} A summary alone does not hold them: ask with the profile or a stored run.")));
         }
+        "memory_profile" => {
+            out.insert("result".into(), json!("needs_profile"));
+            out.insert("explanation".into(), json!(format!("{NO_MEMORY_EVENTS_IN_SUMMARY} Ask with the profile or a stored run.")));
+        }
         "trend" => {
             out.insert("hint".into(), json!("Trends read every run of a store: ask with --store (and no INPUT/--summary)."));
         }
@@ -427,6 +481,9 @@ mod tests {
         assert_eq!(qt("is anything recompiling?"), "recompilation");
         assert_eq!(qt("which device is the straggler"), "stragglers");
         assert_eq!(qt("how did the step time change across runs?"), "trend");
+        assert_eq!(qt("is it memory-bound?"), "bound_analysis");
+        assert_eq!(qt("how much HBM is used at peak?"), "memory_profile");
+        assert_eq!(qt("will it OOM?"), "memory_profile");
         let summary = serde_json::json!({"hot_ops": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}]});
         assert_eq!(answer(&summary, "What are the top 3 ops?", 10)["results"].as_array().unwrap().len(), 3);
         assert_eq!(answer(&summary, "What are the top ops?", 2)["results"].as_array().unwrap().len(), 2);

@@ -1,7 +1,8 @@
 //! The events analyses read one by one rather than through `event_totals`: compile events
-//! (the `recompilation` query) and host↔device transfers (`transfers`).
+//! (the `recompilation` query), host↔device transfers (`transfers`) and the allocators'
+//! memory events (`memory_profile`).
 //!
-//! Both rules are defined here once. The named queries call them as SQL functions
+//! The rules are defined here once. The named queries call them as SQL functions
 //! (`is_compile_event`, `is_transfer_event`; `engine::functions`), and an analysis of an INPUT
 //! in memory keeps exactly these events, with every arg, as its `events` table: so it decodes
 //! the INPUT once, and its queries see the same rows a stored run gives them.
@@ -76,9 +77,12 @@ fn transfer_to_or_from_device(lower: &str) -> bool {
     })
 }
 
+/// The names of an allocator's events (XPlane host planes), each stating its bytes in use.
+pub const MEMORY_EVENTS: [&str; 2] = ["MemoryAllocation", "MemoryDeallocation"];
+
 /// Whether an event is one of those: the rows an in-memory `events` table keeps.
 pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
-    if category == Some(COPY_CATEGORY) {
+    if category == Some(COPY_CATEGORY) || MEMORY_EVENTS.contains(&name) {
         return true;
     }
     if !may_be_of_interest(name) {
