@@ -605,6 +605,20 @@ fn memory_question_is_answered_from_the_allocator_events() {
     assert!(profq(&["summarize", jax_cpu("mlp_train").to_str().unwrap(), "--output", summary_path.to_str().unwrap()]).status.success());
     let o = profq(&["query", question, "--summary", summary_path.to_str().unwrap()]);
     assert_eq!(serde_json::from_str::<Value>(&stdout(&o)).unwrap()["result"], "needs_profile");
+    // PyTorch's `[memory]` events: the peak is the most `Total Allocated` of a device.
+    let kineto = repo().join("tests/data/kineto/torch_tlm_eager_mem.pt.trace.json.gz");
+    let trace: Value = serde_json::from_reader(flate2::read::GzDecoder::new(std::fs::File::open(&kineto).unwrap())).unwrap();
+    let cuda_peak = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "[memory]" && e["args"]["Device Type"] == 1 && e["args"]["Device Id"] == 0)
+        .map(|e| e["args"]["Total Allocated"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    let k = query(&kineto, question);
+    assert_eq!((k["fullest"]["memory_id"].as_str(), k["fullest"]["peak_in_use_bytes"].as_i64()), (Some("cuda:0"), Some(cuda_peak)), "{k}");
+    assert!(k["fullest"]["peak_reserved_bytes"].as_i64().unwrap() >= cuda_peak, "{k}");
     let Some(tpu) = shared("public/openxla-xprof/tpu_v6e_jax_inference") else { return };
     let a = query(&xplane_of(&tpu), question);
     let ids: Vec<&str> = a["results"].as_array().unwrap().iter().map(|r| r["memory_id"].as_str().unwrap()).collect();

@@ -261,15 +261,16 @@ pub fn answer_from_rows(query_type: &str, question: &str, rows: &[Map<String, Va
 }
 
 /// "How much memory at peak?" from the `memory_profile` rows (one per allocator): the
-/// allocator that came closest to full (ties: host, memory id) and every allocator.
+/// allocator that came closest to full, by its peak's share of its capacity, then (where the
+/// events state no capacity: Kineto) by its peak bytes; ties: host, memory id. And every allocator.
 fn memory_answer(question: &str, rows: &[Map<String, Value>], top_k: usize) -> Value {
     let mut out = Map::new();
     out.insert("query_type".into(), json!("memory_profile"));
     out.insert("question".into(), json!(question));
-    let share = |r: &Map<String, Value>| r["peak_share"].as_f64().unwrap_or(0.0);
-    // Rows come ordered by (host, memory_id): the first of equal shares is kept.
+    let fullness = |r: &Map<String, Value>| (r["peak_share"].as_f64().unwrap_or(0.0), r["peak_in_use_bytes"].as_i64().unwrap_or(0));
+    // Rows come ordered by (host, memory_id): the first of equals is kept.
     let fullest = rows.iter().fold(None, |best: Option<&Map<String, Value>>, r| match best {
-        Some(b) if share(b) >= share(r) => Some(b),
+        Some(b) if fullness(b) >= fullness(r) => Some(b),
         _ => Some(r),
     });
     match fullest {
@@ -285,9 +286,9 @@ fn memory_answer(question: &str, rows: &[Map<String, Value>], top_k: usize) -> V
     Value::Object(out)
 }
 
-const NO_MEMORY_EVENTS_IN_SUMMARY: &str = "Memory is read from the allocators' MemoryAllocation / MemoryDeallocation events, which a summary does not hold.";
+const NO_MEMORY_EVENTS_IN_SUMMARY: &str = "Memory is read from the allocators' events, which a summary does not hold.";
 
-const NO_MEMORY_EVENTS: &str = "Memory is read from the allocators' MemoryAllocation / MemoryDeallocation events (XPlane host planes of TPU and GPU captures that record them); this run has none.";
+const NO_MEMORY_EVENTS: &str = "Memory is read from the allocators' events (XLA's MemoryAllocation / MemoryDeallocation on XPlane host planes of TPU and GPU captures, PyTorch's [memory] with profile_memory=True); this run has none.";
 
 /// Answers "is it memory- or compute-bound?" from the rows of the `roofline` query (every
 /// op with a cost model, in its order): each bound's share of their exclusive time, the bound

@@ -77,8 +77,9 @@ fn transfer_to_or_from_device(lower: &str) -> bool {
     })
 }
 
-/// The names of an allocator's events (XPlane host planes), each stating its bytes in use.
-pub const MEMORY_EVENTS: [&str; 2] = ["MemoryAllocation", "MemoryDeallocation"];
+/// The names of an allocator's events, each stating its bytes in use: XLA's (XPlane host
+/// planes) and PyTorch's (Kineto, with `profile_memory=True`).
+pub const MEMORY_EVENTS: [&str; 3] = ["MemoryAllocation", "MemoryDeallocation", "[memory]"];
 
 /// Whether an event is one of those: the rows an in-memory `events` table keeps.
 pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
