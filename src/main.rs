@@ -374,7 +374,15 @@ async fn trend_answer(question: &str, store: PathBuf, format: AnswerFormat, show
 
 /// A question whose analysis a summary does not hold (the roofline, memory), answered from
 /// its intent's named query over the profile or stored run.
-async fn answer_from_rows(question: &str, intent: &summary::query::Intent, source: &SourceArgs, top_k: usize, format: AnswerFormat, show_sql: bool) -> Exit {
+async fn answer_from_rows(
+    question: &str,
+    intent: &summary::query::Intent,
+    answer_with: summary::query::RowsAnswer,
+    source: &SourceArgs,
+    top_k: usize,
+    format: AnswerFormat,
+    show_sql: bool,
+) -> Exit {
     let opened = match open_wide(source).await {
         Ok(o) => o,
         Err(code) => return code,
@@ -389,7 +397,7 @@ async fn answer_from_rows(question: &str, intent: &summary::query::Intent, sourc
         Ok(b) => render::rows(&b),
         Err(e) => return fail(4, e),
     };
-    let mut answer = summary::query::answer_from_rows(intent.query_type, question, &rows, top_k);
+    let mut answer = answer_with(question, &rows, top_k);
     if show_sql {
         let sql = queries::find(name).and_then(|q| q.bind(&params).ok());
         answer["sql"] = serde_json::json!([{"query": name, "sql": sql}]);
@@ -665,8 +673,8 @@ fn run() -> Exit {
             if intent.is_some_and(|i| i.query_type == "trend") && source.input.is_none() && summary_file.is_none() {
                 return runtime().block_on(trend_answer(&question, source.store(), format, show_sql));
             }
-            if let Some(i) = intent.filter(|i| summary::query::ANSWERED_FROM_ROWS.contains(&i.query_type) && summary_file.is_none()) {
-                return runtime().block_on(answer_from_rows(&question, i, &source, top_k, format, show_sql));
+            if let Some((i, answer_with)) = intent.filter(|_| summary_file.is_none()).and_then(|i| Some((i, summary::query::rows_answer(i.query_type)?))) {
+                return runtime().block_on(answer_from_rows(&question, i, answer_with, &source, top_k, format, show_sql));
             }
             runtime().block_on(async {
                 let (doc, run_id) = match summary_of(&source, summary_file.as_deref(), &opts).await {

@@ -248,25 +248,32 @@ pub fn supported_questions() -> Vec<Value> {
 
 const BOUND_NEEDS: &str = "Deciding memory- vs compute-bound needs hardware counters or a roofline (FLOPs and bytes per op with the device's peaks); a timeline alone cannot tell. ops.flops and ops.bytes_accessed hold the cost model where the profile has it (TPU), runs.peak_flops_per_s and runs.peak_hbm_bytes_per_s the peaks.";
 
-/// The intents answered from their named query over a profile or stored run, whose rows a
-/// summary does not hold ([`answer_from_rows`]).
-pub const ANSWERED_FROM_ROWS: [&str; 2] = ["bound_analysis", "memory_profile"];
+/// An answer built from the rows of its intent's named query: (question, rows, top_k).
+pub type RowsAnswer = fn(&str, &[Map<String, Value>], usize) -> Value;
 
-/// Answers a question of [`ANSWERED_FROM_ROWS`] from the rows of its intent's query.
-pub fn answer_from_rows(query_type: &str, question: &str, rows: &[Map<String, Value>], top_k: usize) -> Value {
+/// How a question is answered when its intent reads rows a summary does not hold, from a
+/// profile or stored run; None for an intent answered from a summary.
+pub fn rows_answer(query_type: &str) -> Option<RowsAnswer> {
     match query_type {
-        "bound_analysis" => bound_answer(question, rows, top_k),
-        _ => memory_answer(question, rows, top_k),
+        "bound_analysis" => Some(bound_answer),
+        "memory_profile" => Some(memory_answer),
+        _ => None,
     }
+}
+
+/// The keys every answer starts with.
+fn answer_head(query_type: &str, question: &str) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("query_type".into(), json!(query_type));
+    out.insert("question".into(), json!(question));
+    out
 }
 
 /// "How much memory at peak?" from the `memory_profile` rows (one per allocator): the
 /// allocator that came closest to full, by its peak's share of its capacity, then (where the
 /// events state no capacity: Kineto) by its peak bytes; ties: host, memory id. And every allocator.
 fn memory_answer(question: &str, rows: &[Map<String, Value>], top_k: usize) -> Value {
-    let mut out = Map::new();
-    out.insert("query_type".into(), json!("memory_profile"));
-    out.insert("question".into(), json!(question));
+    let mut out = answer_head("memory_profile", question);
     let fullness = |r: &Map<String, Value>| (r["peak_share"].as_f64().unwrap_or(0.0), r["peak_in_use_bytes"].as_i64().unwrap_or(0));
     // Rows come ordered by (host, memory_id): the first of equals is kept.
     let fullest = rows.iter().fold(None, |best: Option<&Map<String, Value>>, r| match best {
@@ -295,9 +302,7 @@ const NO_MEMORY_EVENTS: &str = "Memory is read from the allocators' events (XLA'
 /// of the largest share, and the first `top_k` ops. Without a cost model or peaks the answer
 /// stays the summary's (`unsupported_from_trace_only`) and says which is missing.
 fn bound_answer(question: &str, roofline: &[Map<String, Value>], top_k: usize) -> Value {
-    let mut out = Map::new();
-    out.insert("query_type".into(), json!("bound_analysis"));
-    out.insert("question".into(), json!(question));
+    let mut out = answer_head("bound_analysis", question);
     let mut by_bound: std::collections::BTreeMap<&str, (i64, usize)> = Default::default();
     for row in roofline {
         let entry = by_bound.entry(row["bound_by"].as_str().unwrap_or("unknown")).or_default();
@@ -345,9 +350,7 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
     };
     let s = summary;
     let k = top_k;
-    let mut out = Map::new();
-    out.insert("query_type".into(), json!(intent.query_type));
-    out.insert("question".into(), json!(question));
+    let mut out = answer_head(intent.query_type, question);
     let share = |cat: &str| s["time_breakdown"][cat]["share_of_total"].as_f64().unwrap_or(0.0);
     match intent.query_type {
         "top_ops" => {
