@@ -209,7 +209,11 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                 let walk = walks.launches.entry((on_line[0].line, first.correlation)).or_default();
                 schedule.place(capture, &on_line.iter().collect::<Vec<_>>(), &[], walk, &mut placements);
             }
-        } else if let Some((order, commands)) = schedule.node_order(launch) {
+            continue;
+        }
+        // Sorted once for both walks in node order below.
+        let by_node = schedule.by_node(launch);
+        if let Some((order, commands)) = by_node.as_ref().and_then(|b| schedule.node_order(b)) {
             let walk = walks.launches.entry(on_several_lines).or_default();
             schedule.place(capture, &order, &commands, walk, &mut placements);
             for kernel in launch {
@@ -225,7 +229,7 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
                     placements.insert(capture, kernel, name);
                 }
             }
-        } else if let Some((own, commands)) = schedule.own_node_order(launch) {
+        } else if let Some((own, commands)) = by_node.map(|b| schedule.own_node_order(b)) {
             // No such launch yet: the graph's own nodes in order, its traced kernels left out.
             let walk = walks.launches.entry(on_several_lines).or_default();
             schedule.place(capture, &own, &commands, walk, &mut placements);
@@ -233,6 +237,10 @@ pub fn place_buffered_kernels(capture: &Capture, device_op_line: &[bool], walks:
     }
     placements
 }
+
+/// A launch's kernels sorted by node index, each with its position in the launch, and the
+/// index of the last that names an instruction ([`Schedule::by_node`]).
+type ByNode<'k> = (Vec<(usize, &'k Kernel)>, u32);
 
 /// Which library a kernel comes from, as far as its name tells: what separates two traced
 /// commands whose kernels ran back to back on one stream.
@@ -382,17 +390,16 @@ impl Schedule {
         Some(schedule)
     }
 
-    /// The kernels of a launch (sorted by line, then start) in the order of the graph's nodes,
-    /// each group of kernels numbered after the last node that names an instruction going into
-    /// a gap in the indices before it, in order. A group is a memory copy alone, or kernels that
-    /// ran one right after the other on one line (a child graph runs its kernels in sequence on
-    /// one stream). None when a kernel has no index, two share one, none names an instruction,
-    /// or the groups cannot fill the gaps one for one: which kernels a traced command ran is
-    /// then unknown. With the order, which kernels begin a command that names no instruction
+    /// The kernels of a launch ([`Schedule::by_node`]) in the order of the graph's nodes, each
+    /// group of kernels numbered after the last node that names an instruction going into a gap
+    /// in the indices before it, in order. A group is a memory copy alone, or kernels that ran
+    /// one right after the other on one line (a child graph runs its kernels in sequence on one
+    /// stream). None when the groups cannot fill the gaps one for one: which kernels a traced
+    /// command ran is then unknown. With the order, which kernels begin a command that names no instruction
     /// (a traced command's first kernel, a Pallas kernel): [`Schedule::place`] puts each such
     /// command on the next custom-call.
-    fn node_order<'k>(&self, launch: &'k [Kernel]) -> Option<(Vec<&'k Kernel>, Vec<bool>)> {
-        let (by_node, last_named) = self.by_node(launch)?;
+    fn node_order<'k>(&self, (by_node, last_named): &ByNode<'k>) -> Option<(Vec<&'k Kernel>, Vec<bool>)> {
+        let last_named = *last_named;
         let split = by_node.partition_point(|(_, k)| k.node <= last_named);
         let (direct, traced) = by_node.split_at(split);
         let mut groups: Vec<&[(usize, &Kernel)]> = traced.chunk_by(|(pa, a), (pb, b)| !a.is_copy && !b.is_copy && a.line == b.line && pa + 1 == *pb).collect();
@@ -416,7 +423,7 @@ impl Schedule {
             return None;
         }
         groups.reverse();
-        let (mut order, mut commands) = (Vec::with_capacity(launch.len()), Vec::with_capacity(launch.len()));
+        let (mut order, mut commands) = (Vec::with_capacity(by_node.len()), Vec::with_capacity(by_node.len()));
         let mut direct = direct.iter().peekable();
         for node in 0..own_nodes as u32 {
             match direct.next_if(|(_, k)| k.node == node) {
@@ -435,19 +442,18 @@ impl Schedule {
     }
 
     /// The kernels of a launch up to the last that names an instruction, in node order (the
-    /// graph's own nodes, without the kernels of the commands it traced); None as for
-    /// [`Schedule::node_order`], except when the groups do not fill the gaps.
-    fn own_node_order<'k>(&self, launch: &'k [Kernel]) -> Option<(Vec<&'k Kernel>, Vec<bool>)> {
-        let (by_node, last_named) = self.by_node(launch)?;
+    /// graph's own nodes, without the kernels of the commands it traced), whether or not the
+    /// groups of traced kernels fill the gaps.
+    fn own_node_order<'k>(&self, (by_node, last_named): ByNode<'k>) -> (Vec<&'k Kernel>, Vec<bool>) {
         let own: Vec<&Kernel> = by_node.into_iter().take_while(|(_, k)| k.node <= last_named).map(|(_, k)| k).collect();
         let commands = own.iter().map(|k| !self.home.contains_key(&k.name)).collect();
-        Some((own, commands))
+        (own, commands)
     }
 
     /// A launch's kernels by node index, each with its position in the launch, and the index of
     /// the last that names an instruction; None when a kernel has no index, two share one, or
     /// none names an instruction.
-    fn by_node<'k>(&self, launch: &'k [Kernel]) -> Option<(Vec<(usize, &'k Kernel)>, u32)> {
+    fn by_node<'k>(&self, launch: &'k [Kernel]) -> Option<ByNode<'k>> {
         if launch.iter().any(|k| k.node == NO_NODE) {
             return None;
         }
@@ -636,8 +642,11 @@ mod tests {
             kernel(2, 5, 2, fusion_b),
             kernel(2, 30, 4, fusion_a),
         ];
-        let order = |launch: &[Kernel]| schedule.node_order(launch).map(|(order, _)| order.iter().map(|k| k.node).collect::<Vec<_>>());
-        let commands = schedule.node_order(&launch).map(|(_, commands)| commands);
+        let in_node_order = |launch: &[Kernel]| {
+            schedule.by_node(launch).and_then(|b| schedule.node_order(&b).map(|(order, commands)| (order.iter().map(|k| k.node).collect::<Vec<_>>(), commands)))
+        };
+        let order = |launch: &[Kernel]| in_node_order(launch).map(|(order, _)| order);
+        let commands = in_node_order(&launch).map(|(_, commands)| commands);
         assert_eq!(commands, Some(vec![false, true, false, false, true, false]), "the memset begins the matmul's command, the copy its own");
         assert_eq!(order(&launch), Some(vec![0, 5, 6, 2, 7, 4]));
         // The first child graph numbers a node without a kernel first (as cuDNN's do): the
@@ -656,7 +665,7 @@ mod tests {
         let mut back_to_back = launch.to_vec();
         back_to_back[3] = kernel(1, 40, 7, attention);
         assert_eq!(order(&back_to_back), Some(vec![0, 5, 6, 2, 7, 4]));
-        let own = schedule.own_node_order(&apart).map(|(own, _)| own.iter().map(|k| k.node).collect::<Vec<_>>());
+        let own = schedule.by_node(&apart).map(|b| schedule.own_node_order(b).0.iter().map(|k| k.node).collect::<Vec<_>>());
         assert_eq!(own, Some(vec![0, 2, 3, 4]), "the graph's own nodes are still walked in order");
         let mut unnumbered = launch.to_vec();
         unnumbered[4].node = NO_NODE;
