@@ -7,7 +7,9 @@
 #   ingest:     profq ingest            vs  xprof create_events_db
 #   summarize:  profq summarize         vs  xprof get_overview, xprof-rs get_overview
 #   queries:    three named queries on the ingested store (hot_ops, time_breakdown_global, pre_op_gaps)
-# Prints median wall time, CPU time (user+sys), peak RSS and the ratios. A command that
+# Prints median wall time, CPU time (user+sys), peak RSS, the ratios and whether the
+# regression guards hold (docs/benchmarking.md), and appends every measurement to
+# benches/results/<date>-<commit>.csv (RESULTS overrides the file). A command that
 # runs past TIMEOUT_S (default 900) is reported as a timeout; a peer that fails (XProf's
 # create_events_db refuses multi-host sessions) is reported as failed.
 #
@@ -41,22 +43,26 @@ fresh_logdir() { # a new logdir holding copies of the files; prints its path
   echo "$d"
 }
 
-measure() { # group label command... ; appends "group label wall cpu rss_kb" (or "timeout")
+measure() { # group label command... ; appends "group label wall cpu rss_kb round" (or "timeout")
   local group=$1 label=$2; shift 2
   if ! /usr/bin/time -f "%e %U %S %M" -o "$SCRATCH/t" timeout "$TIMEOUT_S" "$@" > /dev/null 2> "$SCRATCH/err"; then
     if grep -q "Command exited with non-zero status 124" "$SCRATCH/t"; then
-      echo "$group $label timeout" >> "$SCRATCH/results"; return
+      echo "$group $label timeout - - $ROUND" >> "$SCRATCH/results"; return
     fi
     case "$label" in
       profq*) echo "$label failed:" >&2; cat "$SCRATCH/err" >&2; exit 1 ;;
-      *) echo "$group $label failed" >> "$SCRATCH/results"; echo "$label failed (reported, not fatal): $(head -c 300 "$SCRATCH/err")" >&2; return ;;
+      *) echo "$group $label failed - - $ROUND" >> "$SCRATCH/results"; echo "$label failed (reported, not fatal): $(head -c 300 "$SCRATCH/err")" >&2; return ;;
     esac
   fi
   read -r wall user sys rss < <(tail -1 "$SCRATCH/t")
-  echo "$group $label $wall $(awk "BEGIN{print $user + $sys}") $rss" >> "$SCRATCH/results"
+  echo "$group $label $wall $(awk "BEGIN{print $user + $sys}") $rss $ROUND" >> "$SCRATCH/results"
 }
 
+COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src queries Cargo.lock || echo +dirty)"
+RESULTS="${RESULTS:-benches/results/$(date -u +%F)-$COMMIT.csv}"
+mkdir -p "$(dirname "$RESULTS")"
 for i in $(seq "$RUNS"); do
+  ROUND=$i
   d=$(fresh_logdir); measure ingest "profq_ingest" "$PROFQ" ingest "$d" --store "$SCRATCH/store-$i" --run-id bench
   for q in hot_ops time_breakdown_global pre_op_gaps; do
     measure queries "profq_run_$q" "$PROFQ" run "$q" --run bench --store "$SCRATCH/store-$i"
@@ -71,10 +77,21 @@ for i in $(seq "$RUNS"); do
   rm -rf "$SCRATCH"/logdir-*
 done
 
-python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RUNS" "${#FILES[@]}" <<'PY'
-import sys, statistics as st
+python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RUNS" "${#FILES[@]}" "$RESULTS" "$COMMIT" <<'PY'
+import sys, os, csv, datetime, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 nbytes, path, runs, nfiles = int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+results, commit = sys.argv[6], sys.argv[7]
+cores = open('/proc/cpuinfo').read().count('processor')
+new = not os.path.exists(results)
+with open(results, 'a', newline='') as f:
+    w = csv.writer(f)
+    if new:
+        w.writerow(["date", "commit", "input", "input_bytes", "files", "cores", "round", "group", "tool", "status", "wall_s", "cpu_s", "peak_rss_kb"])
+    day = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')
+    for group, label, wall, cpu, rss, rnd in rows:
+        ok = wall not in ("timeout", "failed")
+        w.writerow([day, commit, path.rsplit('/', 1)[-1], nbytes, nfiles, cores, rnd, group, label, "ok" if ok else wall, wall if ok else "", cpu if ok else "", rss if ok else ""])
 print(f"input: {path.rsplit('/', 1)[-1]} ({nbytes/1e6:.1f} MB in {nfiles} file(s)); median of {runs} runs; {open('/proc/cpuinfo').read().count('processor')} cores")
 for group in ("ingest", "summarize", "queries"):
     labels = list(dict.fromkeys(r[1] for r in rows if r[0] == group))
@@ -94,4 +111,18 @@ for group in ("ingest", "summarize", "queries"):
         print(f"| {l} | {w:.3f} | {c:.3f} | {r/1024:.0f} | {ratio} |")
     if group == "ingest" and base:
         print(f"\nprofq ingest throughput: {nbytes/1e6/base[0]:.0f} MB/s (wall)")
+# The regression guards (docs/benchmarking.md): summarize >= 1.3x xprof-rs get_overview,
+# ingest >= 10x XProf create_events_db, peak RSS below both peers.
+def m(label):
+    ok = [r for r in rows if r[1] == label and r[2] not in ("timeout", "failed")]
+    return (st.median(float(r[2]) for r in ok), st.median(float(r[4]) for r in ok)) if ok else None
+guards = [("summarize", "profq_summarize", "xprof-rs_get_overview", 1.3), ("summarize", "profq_summarize", "xprof_get_overview", 1.0),
+          ("ingest", "profq_ingest", "xprof_create_events_db", 10.0)]
+print()
+for group, ours, peer, speedup in guards:
+    a, b = m(ours), m(peer)
+    if a and b:
+        held = b[0] / a[0] >= speedup and a[1] < b[1]
+        print(f"guard {group}: {b[0]/a[0]:.2f}x {peer} (needs >= {speedup}x), RSS {a[1]/1024:.0f} vs {b[1]/1024:.0f} MB: {'held' if held else 'BROKEN'}")
+print(f"raw figures appended to {results}")
 PY

@@ -4,7 +4,8 @@
 # times (~400 MB, ~10 M events: an XSpace's planes are a repeated field, so concatenating
 # XSpace bytes yields one XSpace with every plane repeated), and an 8-host session (8 copies
 # named host0..host7), plus the capture's trace JSON (perfetto_trace.json.gz next to the
-# XPlane; profq only). Prints one set of tables per input; paste them into docs/performance.md.
+# XPlane; profq only). Prints one set of tables per input; every measurement goes to
+# benches/results/<date>-<commit>.csv (compare.sh), the current table to docs/benchmarking.md.
 #
 #   benches/harness.sh XPLANE [RUNS]
 set -euo pipefail

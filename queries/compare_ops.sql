@@ -26,7 +26,7 @@ WITH nb AS (SELECT greatest(count(DISTINCT step), 1) AS n FROM steps WHERE run_i
 na AS (SELECT greatest(count(DISTINCT step), 1) AS n FROM steps WHERE run_id = {{after_run}}),
 per_op AS (
   SELECT run_id, CAST(hlo_op AS VARCHAR) AS hlo_op,
-         regexp_replace(regexp_replace(CAST(hlo_op AS VARCHAR), '^%', ''), '\.[0-9]+$', '') AS canonical_name,
+         canonical_name(CAST(hlo_op AS VARCHAR)) AS canonical_name,
          coalesce(min(CAST(tf_op AS VARCHAR)), '') AS scope_path, count(*) AS cnt, sum(self_ns) AS self_ns
   FROM ops WHERE run_id IN ({{before_run}}, {{after_run}})
   GROUP BY run_id, hlo_op

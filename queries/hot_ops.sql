@@ -35,7 +35,7 @@ per_op AS (
   FROM o GROUP BY hlo_op
 )
 SELECT hlo_op,
-       regexp_replace(regexp_replace(hlo_op, '^%', ''), '\.[0-9]+$', '') AS canonical_name,
+       canonical_name(hlo_op) AS canonical_name,
        category, count, total_ns, self_ns,
        CAST(total_ns AS DOUBLE) / count AS avg_ns,
        shape, scope_path, source, devices

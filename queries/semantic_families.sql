@@ -38,7 +38,7 @@ WITH o AS (
   ) g
 ),
 kinds AS (
-  SELECT *, lower(regexp_replace(regexp_replace(hlo_op, '^%', ''), '\.[0-9]+$', '') || ' ' || tf_op) AS text, lower(hlo_op) AS lname
+  SELECT *, lower(canonical_name(hlo_op) || ' ' || tf_op) AS text, lower(hlo_op) AS lname
   FROM o
 ),
 f AS (

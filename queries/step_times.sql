@@ -20,7 +20,7 @@
 --   max_ns      longest step
 --   first_step  smallest step number
 --   last_step   largest step number
-WITH per_step AS (SELECT step, max(dur_ns) AS dur_ns FROM steps WHERE run_id = {{run_id}} GROUP BY step),
+WITH per_step AS (SELECT step, dur_ns FROM ({{include per_step}}) AS p WHERE run_id = {{run_id}}),
 tagged AS (
   SELECT 1 AS ord, 'all' AS steps, step, dur_ns FROM per_step
   UNION ALL

@@ -4,9 +4,10 @@
 -- host, stall, other). Sums every line, so the total is busy time, not wall time; use
 -- time_breakdown_global for a wall-clock view of the devices.
 -- Rule, in order: an op takes its op category (compute / communication / stall); any other
--- event whose name has a stall word (wait, barrier, semaphore, acquire, idle, blocked, sleep,
--- donation holds) is stall; other events on host planes are host; on device planes,
--- collective names are communication and the rest compute. Device `Steps` lines are skipped.
+-- event whose name has a stall word is stall (`is_stall_name`); other events on host planes
+-- are host; on device planes, names of a collective kind are communication
+-- (`collective_kind`) and the rest compute. Both rules match whole words of the name, as
+-- they do for ops (docs/semantics.md, Collectives). Device `Steps` lines are skipped.
 --
 -- Parameters:
 --   run_id  TEXT   run to analyse
@@ -16,7 +17,7 @@
 --   total_ns        summed exclusive time
 --   share_of_total  total_ns / sum over categories (0 when empty)
 -- Exclusive time comes summed per (line, name, op category) from event_totals, so no
--- event is scanned; the name patterns are tested once per (name, plane kind, op category),
+-- event is scanned; the name rules are tested once per (name, plane kind, op category),
 -- and only on rows without an op category.
 WITH ev AS (
   SELECT CAST(name AS VARCHAR) AS name, device IS NULL AS on_host, CAST(op_category AS VARCHAR) AS op_category, sum(self_ns) AS self_ns
@@ -27,9 +28,9 @@ WITH ev AS (
 totals AS (
   SELECT CASE
            WHEN op_category IS NOT NULL THEN op_category
-           WHEN regexp_like(lower(name), '(^|[^a-z])(wait|await|barrier|semaphore|acquire|idle|blocked|sleep)|donation holds') THEN 'stall'
+           WHEN is_stall_name(name) THEN 'stall'
            WHEN on_host THEN 'host'
-           WHEN regexp_like(lower(name), 'all-reduce|all_reduce|allreduce|all-gather|all_gather|allgather|reduce-scatter|reduce_scatter|reducescatter|all-to-all|alltoall|collective|permute|psum|nccl|rccl|send|recv') THEN 'communication'
+           WHEN collective_kind(name) IS NOT NULL THEN 'communication'
            ELSE 'compute'
          END AS category,
          sum(self_ns) AS total_ns
@@ -37,6 +38,6 @@ totals AS (
 )
 SELECT c.category, coalesce(t.total_ns, 0) AS total_ns,
        CASE WHEN sum(t.total_ns) OVER () > 0 THEN CAST(coalesce(t.total_ns, 0) AS DOUBLE) / sum(t.total_ns) OVER () ELSE 0.0 END AS share_of_total
-FROM (VALUES (1, 'compute'), (2, 'communication'), (3, 'host'), (4, 'stall'), (5, 'other')) AS c(ord, category)
+FROM ({{include categories}}) AS c
 LEFT JOIN totals t ON t.category = c.category
 ORDER BY c.ord

@@ -45,7 +45,7 @@ per_category AS (
          CASE c.ord WHEN 1 THEN t.compute WHEN 2 THEN t.communication
                     WHEN 4 THEN CASE WHEN t.w > 0 THEN t.w - t.compute - t.communication ELSE 0 END
                     ELSE 0 END AS total_ns
-  FROM totals t CROSS JOIN (VALUES (1, 'compute'), (2, 'communication'), (3, 'host'), (4, 'stall'), (5, 'other')) AS c(ord, category)
+  FROM totals t CROSS JOIN ({{include categories}}) AS c
 )
 SELECT category, coalesce(total_ns, 0) AS total_ns,
        CASE WHEN coalesce(w, 0) > 0 THEN CAST(total_ns AS DOUBLE) / w ELSE 0.0 END AS share_of_total

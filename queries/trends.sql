@@ -30,7 +30,7 @@ WITH r AS (
   FROM runs LEFT JOIN (SELECT run_id AS rid, unnest(map_keys(labels)) AS key, unnest(map_values(labels)) AS value FROM runs) k ON k.rid = runs.run_id
   GROUP BY run_id, ingested_at_ns
 ),
-per_step AS (SELECT run_id, step, max(dur_ns) AS dur_ns FROM steps WHERE step >= {{warmup_steps}} GROUP BY run_id, step),
+per_step AS (SELECT run_id, step, dur_ns FROM ({{include per_step}}) AS p WHERE step >= {{warmup_steps}}),
 st AS (SELECT run_id, count(*) AS steady_steps, median(dur_ns) AS steady_median_ns FROM per_step GROUP BY run_id),
 o AS (
   SELECT run_id, sum(self_ns) AS op_self_ns,

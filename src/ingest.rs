@@ -132,7 +132,7 @@ impl PartSink for MemorySink {
         // The part's events are summed up now: free them before the tables are built, which
         // is when memory peaks, and give their pages back (the tables' columns are smaller).
         capture.chunks = Vec::new();
-        crate::memory::freed_for_good();
+        crate::process::freed_for_good();
         self.tables.append(RunTables::new(vec![("events", events)]));
         self.tables.append(tables::part_tables(capture, &part, &self.read).map_err(|e| format!("building tables: {e}"))?);
         stage_done("  part tables", &mut clock);

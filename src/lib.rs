@@ -11,9 +11,11 @@
 //! * [`render`]: record batches → table / CSV / JSON text;
 //! * [`ingest`]: the orchestration of decode → tables → store for one input;
 //! * [`source`]: a run to analyse, from a store or decoded in memory;
-//! * [`memory`]: when freed memory goes back to the kernel (the binary sets the policy).
+//! * [`process`]: how the process treats memory and its exit (the binary's tuning);
+//! * [`error`]: the error every command ends with, and its kind (one exit code each).
 //!
-//! The `profq` binary (src/main.rs) only parses arguments and calls these.
+//! The `profq` binary (`src/main.rs`, `src/cli/`) only parses arguments, calls these and
+//! prints.
 
 #[cfg(feature = "engine")]
 pub mod compare;
@@ -21,9 +23,13 @@ pub mod decode;
 #[cfg(feature = "engine")]
 pub mod engine;
 #[cfg(feature = "engine")]
+pub mod error;
+#[cfg(feature = "engine")]
 pub mod ingest;
-pub mod memory;
+pub mod intervals;
 pub mod model;
+#[cfg(feature = "engine")]
+pub mod process;
 #[cfg(feature = "engine")]
 pub mod render;
 #[cfg(feature = "engine")]

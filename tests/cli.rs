@@ -209,7 +209,7 @@ fn a_run_streamed_plane_by_plane_equals_the_run_decoded_whole() {
 /// rows referring to events by the events' own fields) equal those of the plane decoded whole.
 /// GPU kernels inside CUDA graphs are placed by walks carried across windows; a loop body's graph
 /// cut by a window before any of its kernels names the body alone is walked along another
-/// computation, or leaves its leading memory copies unplaced (docs/decisions.md), so `scan_remat`
+/// computation, or leaves its leading memory copies unplaced (docs/semantics.md), so `scan_remat`
 /// is not among these.
 #[test]
 fn a_plane_streamed_in_time_windows_equals_the_plane_decoded_whole() {
@@ -345,61 +345,4 @@ fn a_plane_out_of_time_order_is_decoded_whole_with_a_warning() {
     assert_eq!(whole, windowed);
     assert_eq!((whole_warnings, windowed_warnings), (0, 1));
     assert_eq!(sql(&store, "SELECT count(*) AS n FROM ops")[0]["n"], 60);
-}
-
-/// profq's memory is freed after it exits, by a process that shares its address space and
-/// ends right after it (`memory::free_address_space_after_exit`). That process holds none of
-/// profq's descriptors (no pipe or store lock outlives profq: the reader here gets EOF when
-/// profq ends) and does not outlive profq for long. `PROFQ_FREE_AT_EXIT` makes none.
-#[cfg(target_os = "linux")]
-#[test]
-fn the_process_that_frees_profq_memory_holds_no_descriptor_and_ends_with_it() {
-    use std::io::Read;
-    let store = temp_dir("holder");
-    ingest(&store, &jax_cpu("transformer_lm"), "r");
-    // profq's child processes while it runs, and the whole output. More rows than a pipe holds:
-    // profq waits on its output while it is looked at.
-    let children_of_profq = |free_at_exit: bool| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_profq"));
-        cmd.args(["sql", "SELECT * FROM events", "--store", store_arg(&store), "--format", "csv"]);
-        if free_at_exit {
-            cmd.env("PROFQ_FREE_AT_EXIT", "1");
-        }
-        let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let mut output = vec![0u8; 1];
-        stdout.read_exact(&mut output).unwrap();
-        let pid = child.id();
-        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
-        let children: Vec<u32> = children.split_whitespace().map(|p| p.parse().unwrap()).collect();
-        let descriptors: Vec<Vec<String>> = children
-            .iter()
-            .map(|c| {
-                std::fs::read_dir(format!("/proc/{c}/fd")).unwrap().map(|fd| std::fs::read_link(fd.unwrap().path()).unwrap().display().to_string()).collect()
-            })
-            .collect();
-        stdout.read_to_end(&mut output).unwrap();
-        assert!(child.wait().unwrap().success());
-        (children, descriptors, output)
-    };
-    let (holders, descriptors, output) = children_of_profq(false);
-    assert!(output.len() > 1 << 16, "{} bytes", output.len());
-    assert_eq!(holders.len(), 1, "one holder: {holders:?}");
-    let holder = holders[0];
-    let status = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |status: &str, name: &str| status.lines().find(|l| l.starts_with(name)).map(|l| l[name.len()..].trim().to_string());
-    // Only the pidfd by which it watches profq.
-    assert_eq!(descriptors, [["anon_inode:[pidfd]"]], "the holder closed every descriptor it was given");
-    // Gone or a zombie (its adopter reaps it) once the memory is freed: well within a minute.
-    let ended = (0..600).any(|_| {
-        let state = field(&status(holder), "State:");
-        let gone = state.as_deref().is_none_or(|s| s.starts_with('Z'));
-        if !gone {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        gone
-    });
-    assert!(ended, "the holder ended with profq");
-    let (holders, _, same_output) = children_of_profq(true);
-    assert_eq!((holders, same_output), (Vec::new(), output), "PROFQ_FREE_AT_EXIT: no holder");
 }

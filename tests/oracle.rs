@@ -199,7 +199,7 @@ fn gpu_command_buffer_kernels_are_placed_as_without_command_buffers() {
 /// attributed, XProf's hlo_stats agreeing (`jax_gpu_hlo_stats_without_command_buffers_match_xprof`).
 /// Every kernel of the committed captures is placed; a plane streamed in tiny time windows cuts
 /// loop-body launches between the graph's leading memory copies and the first kernel that names
-/// the body, and those copies stay unplaced (docs/decisions.md).
+/// the body, and those copies stay unplaced (docs/semantics.md).
 #[test]
 fn gpu_kernels_in_command_buffers_are_reported() {
     let windowed = |name: &str, window: Option<&str>| {
@@ -283,7 +283,7 @@ fn gpu_ops_of_programs_without_hlo_are_reported() {
 }
 
 /// GPU steps are the host's `train` annotations (the wall time a step takes); XProf's GPU step
-/// time is the device-side span of the step's kernels instead (docs/decisions.md). Both list the
+/// time is the device-side span of the step's kernels instead (docs/semantics.md). Both list the
 /// same steps, and the device is never busier than the step lasts. Where XLA compiles inside a
 /// step (`shape_churn_small`), its autotuner runs candidate kernels on the GPU during the
 /// compile: here they are busy time of the step whose host window they run in, while XProf's

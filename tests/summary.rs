@@ -685,7 +685,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     slots.fill(&[(&tables, "input")]).unwrap();
     let prepared = profq::engine::ahead::Prepared { planned, without_rows: Default::default() };
     let ahead = summary::summarize_planned(&engine, "input", &path, &opts, prepared).await.unwrap();
-    assert_eq!(summary::to_json_text(&ahead), summary::to_json_text(&direct));
+    assert_eq!(profq::render::json_text(&ahead), profq::render::json_text(&direct));
 }
 
 /// An analysis of an INPUT builds only the columns of `ops` and `gaps` that its statements

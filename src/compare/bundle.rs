@@ -2,17 +2,10 @@
 //! reports and a comparison report in one folder, plus a manifest (reference §6.5).
 
 use super::track::{self, Thresholds};
-use super::{columns_read, compare_with_summaries, load_side, CompareOptions};
-use crate::source::SourceError;
+use super::{columns_read, compare_with_summaries, load_side, provenance_failure, CompareOptions};
+use crate::error::Error;
 use serde_json::{json, Value};
 use std::path::Path;
-
-pub enum BundleError {
-    Source(SourceError),
-    /// `--strict-provenance` and the checks failed: nothing was written.
-    Provenance(String),
-    Other(String),
-}
 
 #[allow(clippy::too_many_arguments)]
 pub async fn write_bundle(
@@ -25,23 +18,23 @@ pub async fn write_bundle(
     label: Option<&str>,
     history: Option<&Path>,
     strict_provenance: bool,
-) -> Result<Value, BundleError> {
+) -> Result<Value, Error> {
     let read = columns_read(opts);
-    let b = load_side(before, store, &read).await.map_err(BundleError::Source)?;
-    let a = load_side(after, store, &read).await.map_err(BundleError::Source)?;
-    let (comparison, sb, sa) = compare_with_summaries(b, a, opts, &read).await.map_err(|e| BundleError::Other(e.to_string()))?;
-    if strict_provenance && comparison["provenance_checks"]["status"] == "fail" {
-        let msgs: Vec<&str> = comparison["provenance_checks"]["messages"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-        return Err(BundleError::Provenance(format!("Provenance checks failed. {}", msgs.join(" "))));
+    let b = load_side(before, store, &read).await?;
+    let a = load_side(after, store, &read).await?;
+    let (comparison, sb, sa) = compare_with_summaries(b, a, opts, &read).await?;
+    // Under --strict-provenance a failed check writes nothing.
+    if let Some(failed) = provenance_failure(&comparison).filter(|_| strict_provenance) {
+        return Err(failed);
     }
     let assessment = track::assess(&comparison, thresholds);
     let record = track::record(&assessment, label);
-    std::fs::create_dir_all(output_dir).map_err(|e| BundleError::Other(format!("{}: {e}", output_dir.display())))?;
+    std::fs::create_dir_all(output_dir).map_err(|e| Error::store(format!("{}: {e}", output_dir.display())))?;
     let files = [
-        ("before_summary_path", "before.summary.json", crate::summary::to_json_text(&sb)),
-        ("after_summary_path", "after.summary.json", crate::summary::to_json_text(&sa)),
-        ("comparison_path", "compare.json", crate::summary::to_json_text(&comparison)),
-        ("tracking_path", "track.json", crate::summary::to_json_text(&record)),
+        ("before_summary_path", "before.summary.json", crate::render::json_text(&sb)),
+        ("after_summary_path", "after.summary.json", crate::render::json_text(&sa)),
+        ("comparison_path", "compare.json", crate::render::json_text(&comparison)),
+        ("tracking_path", "track.json", crate::render::json_text(&record)),
         ("before_report_path", "before.report.md", crate::render::report::markdown(&sb, opts.top_k)),
         ("after_report_path", "after.report.md", crate::render::report::markdown(&sa, opts.top_k)),
         ("comparison_report_path", "compare.md", crate::render::report::comparison_markdown(&comparison, opts.top_k)),
@@ -49,11 +42,11 @@ pub async fn write_bundle(
     let mut manifest = json!({"output_dir": output_dir.display().to_string(), "status": assessment["status"]});
     for (key, name, text) in files {
         let path = output_dir.join(name);
-        std::fs::write(&path, text).map_err(|e| BundleError::Other(format!("{}: {e}", path.display())))?;
+        std::fs::write(&path, text).map_err(|e| Error::store(format!("{}: {e}", path.display())))?;
         manifest[key] = json!(path.display().to_string());
     }
     if let Some(h) = history {
-        track::append_history(h, &record).map_err(|e| BundleError::Other(format!("{}: {e}", h.display())))?;
+        track::append_history(h, &record).map_err(|e| Error::store(format!("{}: {e}", h.display())))?;
         manifest["history_path"] = json!(h.display().to_string());
     }
     Ok(manifest)

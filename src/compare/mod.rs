@@ -7,6 +7,7 @@ pub mod stats;
 pub mod track;
 
 use crate::engine::{Engine, QueryError, Spread};
+use crate::error::{Error, Kind};
 use crate::source::SourceError;
 use crate::summary::{self, Analyst, SummaryOptions};
 use crate::tables::{ColumnsRead, RunTables};
@@ -260,6 +261,29 @@ fn split_ops(ops: Vec<(String, f64, f64)>, k: usize) -> (Value, Value) {
     imp.sort_by(|x, y| (x.2 - x.1).total_cmp(&(y.2 - y.1)).then(x.0.cmp(&y.0)));
     let row = |o: &&(String, f64, f64)| json!({"name": o.0, "before": o.1, "after": o.2, "delta": o.2 - o.1});
     (Value::Array(reg.iter().take(k).map(row).collect()), Value::Array(imp.iter().take(k).map(row).collect()))
+}
+
+/// Loads both sides (store run ids, profile INPUTs or summary files) and compares them; with
+/// `strict_provenance`, failed provenance checks are an error ([`provenance_failure`]).
+pub async fn compare_pair(before: &str, after: &str, store: &Path, opts: &CompareOptions, strict_provenance: bool) -> Result<Value, Error> {
+    let read = columns_read(opts);
+    let b = load_side(before, store, &read).await?;
+    let a = load_side(after, store, &read).await?;
+    let result = compare(b, a, opts, &read).await?;
+    match provenance_failure(&result).filter(|_| strict_provenance) {
+        Some(failed) => Err(failed),
+        None => Ok(result),
+    }
+}
+
+/// The error a comparison whose provenance checks failed ends with, under `--strict-provenance`.
+pub fn provenance_failure(comparison: &Value) -> Option<Error> {
+    let checks = &comparison["provenance_checks"];
+    if checks["status"] != "fail" {
+        return None;
+    }
+    let msgs: Vec<&str> = checks["messages"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    Some(Error::new(Kind::Provenance, format!("Provenance checks failed. {}", msgs.join(" "))))
 }
 
 /// Compares two sides. Both with tables: full-table op/region deltas per step and the

@@ -347,11 +347,9 @@ pub fn kernel_alias(instruction: &str) -> Option<String> {
 /// `program_id` (when known) and under the module name.
 ///
 /// The same bytes under the same program id are indexed once: each host of a multi-host
-/// session carries the modules of every program it ran (8 copies of the bench file: ~5 % less
-/// CPU per summarize; the tiled ×10 file's wall time did not move, docs/performance.md,
-/// Session 34). Indexing such a copy again would only repeat what the first index wrote (its
-/// strings are pooled), unless another module under the same program id came in between
-/// (docs/decisions.md, Ops), so the check is a 64-bit hash of the bytes with their length, not
+/// session carries the modules of every program it ran. Indexing such a copy again would only
+/// repeat what the first index wrote (its strings are pooled), unless another module under the
+/// same program id came in between (docs/semantics.md, Ops), so the check is a 64-bit hash of the bytes with their length, not
 /// a comparison of them.
 pub fn index_hlo_proto(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, index: &mut HloIndex) -> Result<(), String> {
     let seen = (program_id, bytes.len(), rustc_hash::FxBuildHasher.hash_one(bytes));
@@ -465,7 +463,7 @@ fn index_module(bytes: &[u8], program_id: Option<i64>, pool: &mut StringPool, in
 /// No event names a fused instruction: a fusion runs as one op (one thunk, kernel or TPU op)
 /// named after the fusion instruction, which the computation that calls it holds. Fused
 /// instructions are most of a module (89 % of the 40.5 MB bench file's 16.9 K), so they are
-/// left out of the index (docs/decisions.md, Ops). Only their opcode and called computations
+/// left out of the index (docs/semantics.md, Ops). Only their opcode and called computations
 /// are read here; a computation that anything else calls (a `call`, a `while` body, an
 /// async-start's computation) or that the schedule orders is indexed.
 fn fused_computations(computations: &[(&[u8], usize)], sequences: &[(i64, Vec<i64>)]) -> Result<Vec<bool>, WireError> {

@@ -423,9 +423,7 @@ fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved, sink: &mut
         let maps_hashed = &maps;
         let hasher = scope.spawn(move || {
             // A sink that learns the digest after the last part needs it only then: the hash
-            // takes the cycles the parts leave idle rather than holding them up (session 33,
-            // summarize of the 41 MB bench XPlane, 15 interleaved rounds: 207 -> 195 ms and
-            // 201 -> 194 ms; of the tiled x10 one 3-9 % less, within this VM's noise).
+            // takes the cycles the parts leave idle rather than holding them up.
             if !identifies_first {
                 crate::work_queue::run_only_when_idle();
             }

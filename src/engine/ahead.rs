@@ -9,9 +9,8 @@
 //! (`SCHED_IDLE` on Linux), from the start of the decode: the planner gets the cycles the
 //! decode leaves, the second core while one reads the metadata and HLO modules, then the
 //! gaps in the derive and the table build, though it still shares the caches and the memory
-//! bus with them. Until session 48 it started once the decode's parallel stages were done
-//! with the first part of events: on a large INPUT it had planned as much by the end, on a
-//! capture of a few MB little or nothing (docs/decisions.md, In-memory analyses).
+//! bus with them. Starting with the decode matters most for small captures, which are
+//! decoded before a later planner could plan anything (docs/architecture.md, Planning ahead).
 //!
 //! A named query whose rows come only from one table (`Rows only from:`, e.g. the
 //! collectives or the compile events) is planned only once the load says that table gets

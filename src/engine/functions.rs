@@ -1,5 +1,7 @@
-//! SQL functions profq adds to every engine, so named queries and ad-hoc SQL share them:
-//! `shape_signature(shape)` and `flop_proxy(family, signature)`, the reference's coarse
+//! SQL functions profq adds to every engine, so named queries and ad-hoc SQL share them.
+//! Each calls the Rust rule of the same name, so that SQL and the derivation agree by
+//! construction: `canonical_name(name)`, `collective_kind(name)` and `is_stall_name(name)`
+//! ([`crate::tables::derive::rules`]); `shape_signature(shape)` and `flop_proxy(family, signature)`, the reference's coarse
 //! work measure (reference §3.12); `is_compile_event(name)` and
 //! `is_transfer_event(name, category)`, the events the analyses read one by one
 //! ([`crate::tables::events_of_interest`]). They are Rust because SQL cannot fold over a
@@ -9,6 +11,7 @@
 //! `interval_union_ns(start_ns, end_ns)`: the time covered by a group's intervals, overlaps
 //! counted once, which SQL can only say as a running sum over every start and end.
 
+use crate::tables::derive::rules::{canonical_name, collective_kind_of_name, is_stall_name};
 use crate::tables::events_of_interest::{is_compile_event, is_transfer_event};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, StringArray};
 use datafusion::arrow::buffer::OffsetBuffer;
@@ -26,6 +29,14 @@ use std::sync::Arc;
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(create_udf("shape_signature", vec![DataType::Utf8], DataType::Utf8, Volatility::Immutable, Arc::new(shape_signature_udf)));
     ctx.register_udf(create_udf("flop_proxy", vec![DataType::Utf8, DataType::Utf8], DataType::Float64, Volatility::Immutable, Arc::new(flop_proxy_udf)));
+    let text_rule = |name: &str, out: DataType, rule: fn(&StringArray) -> ArrayRef| {
+        create_udf(name, vec![DataType::Utf8], out, Volatility::Immutable, Arc::new(move |args: &[ColumnarValue]| text_rule_udf(args, rule)))
+    };
+    ctx.register_udf(text_rule("canonical_name", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.map(canonical_name)).collect::<StringArray>())));
+    ctx.register_udf(text_rule("collective_kind", DataType::Utf8, |names| {
+        Arc::new(names.iter().map(|n| n.and_then(collective_kind_of_name)).collect::<StringArray>())
+    }));
+    ctx.register_udf(text_rule("is_stall_name", DataType::Boolean, |names| Arc::new(names.iter().map(|n| n.map(is_stall_name)).collect::<BooleanArray>())));
     ctx.register_udf(create_udf("is_compile_event", vec![DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_compile_event_udf)));
     ctx.register_udf(create_udf(
         "is_transfer_event",
@@ -36,6 +47,13 @@ pub fn register(ctx: &SessionContext) {
     ));
     ctx.register_udaf(AggregateUDF::from(TopValueFunction::default()));
     ctx.register_udaf(AggregateUDF::from(IntervalUnionFunction::default()));
+}
+
+/// A rule of one text argument, applied to every row (null for a null text, as a pattern
+/// match on it would be).
+fn text_rule_udf(args: &[ColumnarValue], rule: fn(&StringArray) -> ArrayRef) -> Result<ColumnarValue, DataFusionError> {
+    let arrays = ColumnarValue::values_to_arrays(args)?;
+    Ok(ColumnarValue::Array(rule(&strings(&arrays[0])?)))
 }
 
 /// Null for a null name, as a pattern match on it would be.
@@ -328,8 +346,7 @@ impl Accumulator for TopValues {
 /// intervals `[start_ns, end_ns)`, the time at least one of them covers. Rows with a null
 /// bound or an end not after their start are left out; a group without others gives 0.
 /// Perfetto's standard library sweeps intervals the same way. In SQL this is a running sum
-/// over every start and end ordered by time: `time_breakdown_global` took 243 ms that way on
-/// a 40.5 MB capture's stored run, 56 ms with this (docs/performance.md, session 44).
+/// over every start and end ordered by time, several times slower on a large run.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct IntervalUnionFunction {
     signature: Signature,
@@ -380,23 +397,9 @@ impl IntervalUnion {
         Ok(())
     }
 
-    /// Sorts the intervals and folds each one that overlaps or touches the one before into it.
+    /// Merges the intervals into disjoint ones ([`crate::intervals::union`]).
     fn merge_overlaps(&mut self) {
-        // A stable sort, for the runs it finds: ops come a line at a time in start order, and
-        // merged states are sorted already.
-        self.intervals.sort();
-        let mut kept = 0usize;
-        for k in 0..self.intervals.len() {
-            let (start, end) = self.intervals[k];
-            match kept.checked_sub(1).map(|last| &mut self.intervals[last]) {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => {
-                    self.intervals[kept] = (start, end);
-                    kept += 1;
-                }
-            }
-        }
-        self.intervals.truncate(kept);
+        self.intervals = crate::intervals::union(std::mem::take(&mut self.intervals));
     }
 }
 

@@ -75,9 +75,8 @@ impl Spread {
 }
 
 /// The session settings every engine shares. One pass of the logical optimizer: a summary
-/// plans about twenty queries anew (~10 % of its instructions), and the further passes
-/// added planning work without making the queries cheaper to run (1.5 % fewer
-/// instructions in all with one pass, `benches/instructions.sh` on the 43 MB bench file).
+/// plans about twenty queries anew, and the further passes added planning work without
+/// making the queries cheaper to run.
 fn session_config(partitions: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(partitions).set_usize("datafusion.optimizer.max_passes", 1)
 }
@@ -130,19 +129,16 @@ fn narrow_logical_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
 
 /// The physical optimizer rules of a [`Spread::Narrow`] session: DataFusion's, less those
 /// that only pay off on files, several partitions or unbounded input, or only check the
-/// plan. A summary plans about twenty statements anew every run, a fixed ~80–100 ms of
-/// CPU on any input, about half of it in the physical optimizer; with the logical trim
-/// ([`narrow_logical_rules`]) a summary's planning fell by ~20 ms.
+/// plan. A summary plans about twenty statements anew every run, a fixed cost on any
+/// input, about half of it in the physical optimizer (docs/architecture.md).
 /// Left out: statistics-answered aggregates, filter and sort pushdown into sources,
 /// limit-aware aggregation and top-k variants, probe-side buffering, cooperative yielding,
 /// the final sanity check, and projection pushdown (the logical plan already prunes the
-/// scans' columns; rebuilding every projection's equivalences cost ~8 ms and execution
-/// was no faster with it). Kept: the ordering and distribution requirements (they make
+/// scans' columns, and rebuilding every projection's equivalences made execution no faster). Kept: the ordering and distribution requirements (they make
 /// plans runnable; for one partition, the cheaper [`OneStreamRequirements`]), build-side
 /// choice, one-stage aggregates and limit pushdown (they keep execution as fast). Build-side
 /// choice goes by the tables' statistics, so statements planned before their rows exist
-/// ([`Rows::Later`]) are planned without it: there it could never swap a join, and it was
-/// ~8 % of a small capture's summary.
+/// ([`Rows::Later`]) are planned without it: there it could never swap a join.
 fn narrow_physical_rules(rows: Rows) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
     use datafusion::physical_optimizer::{
         combine_partial_final_agg::CombinePartialFinalAggregate, ensure_requirements::EnsureRequirements, join_selection::JoinSelection,
@@ -165,7 +161,8 @@ fn narrow_physical_rules(rows: Rows) -> Vec<Arc<dyn PhysicalOptimizerRule + Send
 /// and then, every operator having one partition, every distribution requirement holds, so
 /// only the sort requirements are enforced (a `SortExec` where an operator needs ordered
 /// input, e.g. a window). The full rule makes seven passes over the plan, rebuilding
-/// operators and their equivalence properties in each: ~18 % of a small capture's summary.
+/// operators and their equivalence properties in each: a large share of a small capture's
+/// summary.
 /// A plan with any other multi-partition operator gets the full rule.
 #[derive(Debug)]
 struct OneStreamRequirements(datafusion::physical_optimizer::ensure_requirements::EnsureRequirements);

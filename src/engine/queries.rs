@@ -9,6 +9,10 @@
 //! the query; a test checks each such claim).
 //! Placeholders `{{name}}` in the body are replaced by SQL literals: TEXT is quoted with
 //! quotes doubled, INT and FLOAT must parse as numbers, so no value can inject SQL.
+//!
+//! What several queries share is written once, in `queries/include/NAME.sql` (a header as
+//! above, then one SELECT), and taken in where a query writes `{{include NAME}}`, as
+//! Perfetto's standard library includes its modules: `per_step AS ({{include per_step}})`.
 
 use std::collections::BTreeMap;
 
@@ -52,6 +56,27 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("transfers"),
     q!("trends"),
 ];
+
+/// The SELECTs queries share, by name (`queries/include/NAME.sql`).
+pub const INCLUDES: &[(&str, &str)] =
+    &[("categories", include_str!("../../queries/include/categories.sql")), ("per_step", include_str!("../../queries/include/per_step.sql"))];
+
+/// `text` with every `{{include NAME}}` replaced by that include's SELECT (its header left out).
+fn expand_includes(name: &str, text: &str) -> Result<String, String> {
+    const OPEN: &str = "{{include ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let end = rest[start..].find("}}").map(|e| start + e).ok_or_else(|| format!("query {name}: unclosed {OPEN}"))?;
+        let wanted = rest[start + OPEN.len()..end].trim();
+        let (_, body) = INCLUDES.iter().find(|(n, _)| *n == wanted).ok_or_else(|| format!("query {name} includes unknown {wanted:?}"))?;
+        out.push_str(&rest[..start]);
+        out.push_str(body.lines().filter(|l| !l.starts_with("--")).collect::<Vec<_>>().join("\n").trim());
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
@@ -114,9 +139,22 @@ impl NamedQuery {
         self.header().find_map(|l| l.trim().strip_prefix("Rows only from:")).and_then(|rest| rest.split_whitespace().next())
     }
 
-    /// Documented output column names.
+    /// Documented output column names: the `Columns:` block's lines `--   name  meaning`
+    /// (three spaces in); lines indented deeper continue a meaning, and the block ends at a
+    /// blank line or one indented less.
     pub fn columns(&self) -> Vec<&'static str> {
-        self.block("Columns:").into_iter().filter_map(|l| l.split_whitespace().next()).collect()
+        let mut lines = self.header().skip_while(|l| l.trim() != "Columns:");
+        lines.next();
+        lines
+            .take_while(|l| l.starts_with("   ") && !l.trim().is_empty())
+            .filter(|l| !l.starts_with("    "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect()
+    }
+
+    /// The query's text with its includes taken in, placeholders left as they are.
+    pub fn sql(&self) -> Result<String, String> {
+        expand_includes(self.name, self.text)
     }
 
     /// The SQL with every placeholder replaced. Missing parameters take their default;
@@ -129,7 +167,7 @@ impl NamedQuery {
                 return Err(format!("query {} has no parameter {k:?} (parameters: {})", self.name, known.join(", ")));
             }
         }
-        let mut sql = self.text.to_string();
+        let mut sql = self.sql()?;
         for p in &params {
             let raw = values.get(&p.name).or(p.default.as_ref()).ok_or_else(|| format!("query {} needs --param {}=...", self.name, p.name))?;
             let literal = match p.kind {
@@ -160,8 +198,11 @@ mod tests {
     #[test]
     fn every_query_file_is_registered_and_documented() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
-        let mut files: Vec<String> =
-            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".sql").to_string()).collect();
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter_map(|f| f.strip_suffix(".sql").map(str::to_string))
+            .collect();
         files.sort();
         let mut names: Vec<String> = QUERIES.iter().map(|q| q.name.to_string()).collect();
         names.sort();
@@ -182,6 +223,22 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_include_is_registered_documented_and_used() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries/include");
+        let mut files: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".sql").to_string()).collect();
+        files.sort();
+        let names: Vec<&str> = INCLUDES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(files, names, "INCLUDES lists every file of queries/include, by name");
+        for (name, text) in INCLUDES {
+            assert!(text.lines().any(|l| l.trim_start_matches("--").trim() == "Columns:"), "{name} documents no columns");
+            let used = QUERIES.iter().any(|q| q.text.contains(&format!("{{{{include {name}}}}}")));
+            assert!(used, "no query includes {name}");
+        }
+        assert!(expand_includes("q", "SELECT 1 FROM ({{include nope}})").is_err());
+    }
+
     /// An INPUT analysed in memory keeps only the events of interest as its `events` table
     /// (`tables::events_of_interest`), which is right only while every named query reads
     /// events through a join on names those rules pick. A query reading `events` otherwise
@@ -192,12 +249,12 @@ mod tests {
             let words: Vec<String> = sql.split(|c: char| !(c.is_alphanumeric() || c == '_')).map(str::to_lowercase).collect();
             words.windows(2).any(|w| (w[0] == "from" || w[0] == "join") && w[1] == "events")
         };
-        let mut readers: Vec<(&str, &str)> = QUERIES.iter().filter(|q| reads_events(q.text)).map(|q| (q.name, q.text)).collect();
+        let mut readers: Vec<(&str, String)> = QUERIES.iter().map(|q| (q.name, q.sql().unwrap())).filter(|(_, sql)| reads_events(sql)).collect();
         readers.sort();
         let names: Vec<&str> = readers.iter().map(|(name, _)| *name).collect();
         assert_eq!(names, ["memory_profile", "recompilation", "transfers"]);
-        for (name, text) in readers {
-            let rule = match name {
+        for (name, text) in &readers {
+            let rule = match *name {
                 "transfers" => "is_transfer_event(".to_string(),
                 "recompilation" => "is_compile_event(".to_string(),
                 _ => format!("IN ('{}')", crate::tables::events_of_interest::MEMORY_EVENTS.join("', '")),

@@ -29,6 +29,41 @@ fn cells(batches: &[RecordBatch]) -> (Vec<String>, Vec<Vec<Option<String>>>) {
     (names, rows)
 }
 
+/// What an ingest of `input` did, as the line printed for it.
+pub fn ingest_outcome(outcome: &crate::ingest::Outcome, input: &std::path::Path) -> String {
+    use crate::ingest::Outcome;
+    match outcome {
+        Outcome::Ingested { run_id, events, ops, steps, .. } => {
+            format!("ingested {run_id}: {events} events, {ops} ops, {steps} steps from {}\n", input.display())
+        }
+        Outcome::AlreadyPresent { run_id } => {
+            format!("unchanged {run_id}: {} is already in the store (same sha256; --force re-ingests)\n", input.display())
+        }
+    }
+}
+
+/// An ingest's quality warnings, one line each (for stderr).
+pub fn ingest_warnings(outcome: &crate::ingest::Outcome) -> Vec<String> {
+    match outcome {
+        crate::ingest::Outcome::Ingested { run_id, warnings, .. } => warnings.iter().map(|w| format!("profq: warning: {run_id}: {w}")).collect(),
+        crate::ingest::Outcome::AlreadyPresent { .. } => Vec::new(),
+    }
+}
+
+/// The named analyses, one line each: name (padded), description.
+pub fn query_list(queries: &[crate::engine::queries::NamedQuery]) -> String {
+    let width = queries.iter().map(|q| q.name.len()).max().unwrap_or(0);
+    queries.iter().map(|q| format!("{:width$}  {}\n", q.name, q.description())).collect()
+}
+
+/// A JSON document as profq prints and writes it: sorted keys, indent 2, trailing newline
+/// (the reference tool's convention).
+pub fn json_text(doc: &serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(doc).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
 pub fn render(batches: &[RecordBatch], format: Format) -> String {
     match format {
         Format::Table => table(batches),
@@ -129,10 +164,7 @@ fn text_value(data_type: &arrow::datatypes::DataType, text: String) -> serde_jso
 
 /// JSON array of row objects (see [`rows`]).
 fn json(batches: &[RecordBatch]) -> String {
-    let array = serde_json::Value::Array(rows(batches).into_iter().map(serde_json::Value::Object).collect());
-    let mut s = serde_json::to_string_pretty(&array).unwrap_or_default();
-    s.push('\n');
-    s
+    json_text(&serde_json::Value::Array(rows(batches).into_iter().map(serde_json::Value::Object).collect()))
 }
 
 /// A query answer for people: scalar fields as `key: value` lines, lists of objects as

@@ -5,6 +5,7 @@
 //! differently on purpose, `docs/profile_summary_v1.md` says how and why. profq-only
 //! content lives under new top-level keys (listed in [`PROFQ_KEYS`]).
 
+pub mod ask;
 pub mod candidates;
 pub mod query;
 pub mod steps;
@@ -546,13 +547,6 @@ pub fn region_root_total(regions: &[Value], path: &str) -> f64 {
         .and_then(|r| r["inclusive_duration"].as_f64())
         .or_else(|| regions.iter().filter(|r| r["depth"] == 1).filter_map(|r| r["inclusive_duration"].as_f64()).reduce(f64::max))
         .unwrap_or(0.0)
-}
-
-/// Serialises a summary: sorted keys, indent 2, trailing newline (the reference's convention).
-pub fn to_json_text(doc: &Value) -> String {
-    let mut s = serde_json::to_string_pretty(doc).unwrap_or_default();
-    s.push('\n');
-    s
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! Which columns of the contract an in-memory analysis reads, so that its largest tables
 //! (`ops`, `gaps`) are built with those columns only.
 //!
-//! A summary of an INPUT read 11 of the 37 columns of `ops` and `gaps` (6 since session 37,
-//! none of `gaps`): building the others cost ~9 % of its time and ~140 MB of its peak on a
-//! 411 MB XPlane (session 33). The engine finds the columns from the analysis' SQL before
+//! A summary of an INPUT reads 6 of the columns of `ops` and none of `gaps`; building the
+//! others would cost time and, on large inputs, a good part of the peak memory
+//! (docs/architecture.md, Column pruning). The engine finds the columns from the analysis' SQL before
 //! the decode starts ([`crate::engine::reads`]), and refuses any later statement that would
 //! read a column left out, so that no statement can compute on a column that was not built.
 

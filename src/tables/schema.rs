@@ -346,6 +346,11 @@ pub fn markdown() -> String {
 }
 
 /// Plain-text description of one table (for `profq schema TABLE`).
+/// Every table as [`describe`] gives it, a blank line between two.
+pub fn describe_all() -> String {
+    TABLES.iter().map(describe).collect::<Vec<_>>().join("\n")
+}
+
 pub fn describe(t: &Table) -> String {
     let mut out = format!("{}: {}\n", t.name, t.doc);
     let width = t.columns.iter().map(|c| c.name.len()).max().unwrap_or(6).max(6);

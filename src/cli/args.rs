@@ -1,0 +1,246 @@
+//! The command line's grammar: every subcommand, flag and default (clap derive). Nothing
+//! here runs anything; `commands` does.
+
+use clap::{Parser, Subcommand};
+use profq::compare::{track::Thresholds, CompareOptions};
+use profq::error::Error;
+use profq::render::Format;
+use profq::source::Source;
+use profq::summary::{BreakdownMode, SummaryOptions};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "profq", version, about = "Columnar analytics for ML training profiles (XPlane, Chrome/Perfetto/Kineto trace JSON)")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Decode profiles and add them to the store as runs (one run per INPUT).
+    Ingest {
+        /// Profile log dirs, session dirs, *.xplane.pb or trace JSON (.json, .json.gz).
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Store directory [default: $PROFQ_STORE, else ./profq-store].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Run id (default: derived from the path, made unique).
+        #[arg(long)]
+        run_id: Option<String>,
+        /// KEY=VALUE label attached to the run (repeatable).
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
+        /// Re-ingest even if the same trace (sha256) is already in the store, replacing it.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Run a read-only SQL query over every table of the store (all runs).
+    Sql {
+        #[arg(allow_hyphen_values = true)]
+        query: String,
+        #[arg(long)]
+        store: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// List the named analyses (queries/*.sql), or print one.
+    Queries { name: Option<String> },
+    /// Run a named analysis on a run of the store or on a profile INPUT (decoded in memory).
+    Run {
+        name: String,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// KEY=VALUE query parameter (repeatable); see `profq queries NAME`.
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// Build the profile_summary.v1 JSON of a run or of a profile INPUT (decoded in memory).
+    Summarize {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Write the JSON here and print only the path.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Steps with a smaller step number are warm-up.
+        #[arg(long, default_value_t = 5)]
+        warmup_steps: i64,
+        #[arg(long, default_value_t = 25)]
+        hot_op_limit: usize,
+        #[arg(long, value_enum, default_value = "exclusive_per_track")]
+        breakdown_mode: BreakdownMode,
+    },
+    /// Answer a question about a run ("what are the top ops?", "is comm dominating?", ...).
+    Query {
+        question: String,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// A profile_summary.v1 JSON to answer from.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        #[arg(long, value_enum, default_value = "json")]
+        format: AnswerFormat,
+        /// Also print the SQL of the named queries behind the answer.
+        #[arg(long)]
+        show_sql: bool,
+    },
+    /// Markdown root-cause report of a run, a profile INPUT or a summary JSON.
+    Report {
+        #[command(flatten)]
+        source: SourceArgs,
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        #[arg(long)]
+        output: Option<PathBuf>,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+    },
+    /// Compare two runs: X is a store run id, a profile INPUT or a profile_summary.v1 file.
+    Compare {
+        #[command(flatten)]
+        pair: PairArgs,
+        #[arg(long, value_enum, default_value = "json")]
+        format: CompareFormat,
+    },
+    /// Compare and assess: a pass/warn/fail record, appended to a JSONL history.
+    Track {
+        #[command(flatten)]
+        pair: PairArgs,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long)]
+        history: Option<PathBuf>,
+        #[arg(long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
+    /// Summarize a JSONL regression history.
+    History {
+        #[arg(long)]
+        history: PathBuf,
+        #[arg(long, default_value_t = 20)]
+        tail: usize,
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Summaries, comparison, track record and reports of a before/after pair, in one folder.
+    Bundle {
+        #[command(flatten)]
+        pair: PairArgs,
+        #[arg(long)]
+        output_dir: PathBuf,
+        #[arg(long)]
+        history: Option<PathBuf>,
+        #[arg(long)]
+        label: Option<String>,
+        /// Write the manifest here and print only the path.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        thresholds: ThresholdArgs,
+    },
+    /// Describe the tables (all, or one).
+    Schema {
+        table: Option<String>,
+        /// Print docs/schema.md (Markdown for every table).
+        #[arg(long)]
+        markdown: bool,
+    },
+}
+
+/// The two sides of a comparison and how to compare them.
+#[derive(clap::Args, Clone, Debug)]
+pub struct PairArgs {
+    /// Baseline: a store run id, a profile INPUT or a profile_summary.v1 file.
+    #[arg(long)]
+    pub before: String,
+    /// Candidate, as --before.
+    #[arg(long)]
+    pub after: String,
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    #[arg(long, default_value_t = 10)]
+    pub top_k: usize,
+    /// Exit 5 when the provenance checks fail (e.g. the same trace twice).
+    #[arg(long)]
+    pub strict_provenance: bool,
+    #[arg(long, default_value_t = 5)]
+    pub warmup_steps: i64,
+}
+
+impl PairArgs {
+    pub fn store(&self) -> PathBuf {
+        self.store.clone().unwrap_or_else(profq::store::default_root)
+    }
+    pub fn options(&self) -> CompareOptions {
+        CompareOptions {
+            top_k: self.top_k,
+            summary: SummaryOptions { warmup_steps: self.warmup_steps, hot_op_limit: self.top_k.max(25), ..SummaryOptions::default() },
+        }
+    }
+}
+
+/// Where an analysis reads its run: a profile INPUT (decoded in memory) or `--run ID` of a store.
+#[derive(clap::Args, Clone, Debug)]
+pub struct SourceArgs {
+    /// Profile to analyse without a store (log dir, session dir, .xplane.pb, trace JSON).
+    pub input: Option<PathBuf>,
+    /// Run id in the store.
+    #[arg(long = "run")]
+    pub run: Option<String>,
+    /// Store directory [default: $PROFQ_STORE, else ./profq-store].
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    pub fn store(&self) -> PathBuf {
+        self.store.clone().unwrap_or_else(profq::store::default_root)
+    }
+    /// The run to analyse: the INPUT, or `--run` in the store.
+    pub fn source(&self) -> Result<Source, Error> {
+        profq::source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store()).map_err(Error::usage)
+    }
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct ThresholdArgs {
+    #[arg(long, default_value_t = 5.0)]
+    pub max_step_median_regression_pct: f64,
+    #[arg(long, default_value_t = 10.0)]
+    pub max_step_p90_regression_pct: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub max_communication_share_regression_abs: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub max_stall_share_regression_abs: f64,
+}
+
+impl ThresholdArgs {
+    pub fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            max_step_median_regression_pct: self.max_step_median_regression_pct,
+            max_step_p90_regression_pct: self.max_step_p90_regression_pct,
+            max_communication_share_regression_abs: self.max_communication_share_regression_abs,
+            max_stall_share_regression_abs: self.max_stall_share_regression_abs,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Json,
+    Table,
+    Md,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswerFormat {
+    Json,
+    Table,
+}

@@ -1,0 +1,217 @@
+//! One function per subcommand: take the parsed arguments, call the library, print what
+//! `render` made of the result. A failure is returned, never printed here (see `exit`).
+
+use super::args::{AnswerFormat, Command, CompareFormat, PairArgs, SourceArgs, ThresholdArgs};
+use profq::compare::{self, bundle, track};
+use profq::engine::{queries, Engine, Spread};
+use profq::error::Error;
+use profq::ingest::{self, IngestOptions};
+use profq::render::{self, Format};
+use profq::summary::ask::{self, Subject};
+use profq::summary::{BreakdownMode, SummaryOptions};
+use profq::tables::schema;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+type Done = Result<(), Error>;
+
+pub fn run(command: Command) -> Done {
+    match command {
+        Command::Ingest { inputs, store, run_id, labels, force } => ingest(&inputs, store, run_id, &labels, force),
+        Command::Sql { query, store, format } => sql(&query, store, format),
+        Command::Queries { name } => list_queries(name.as_deref()),
+        Command::Run { name, source, params, format } => run_named(&name, &source, &params, format),
+        Command::Summarize { source, output, warmup_steps, hot_op_limit, breakdown_mode } => {
+            summarize(&source, output.as_deref(), warmup_steps, hot_op_limit, breakdown_mode)
+        }
+        Command::Query { question, source, summary, top_k, format, show_sql } => query(&question, source, summary, top_k, format, show_sql),
+        Command::Report { source, summary, output, top_k } => report(source, summary, output.as_deref(), top_k),
+        Command::Compare { pair, format } => compare(&pair, format),
+        Command::Track { pair, label, history, output, thresholds } => track(&pair, label.as_deref(), history.as_deref(), output.as_deref(), &thresholds),
+        Command::History { history, tail, output } => show_history(&history, tail, output.as_deref()),
+        Command::Bundle { pair, output_dir, history, label, output, thresholds } => {
+            bundle(&pair, &output_dir, history.as_deref(), label.as_deref(), output.as_deref(), &thresholds)
+        }
+        Command::Schema { table, markdown } => describe_schema(table.as_deref(), markdown),
+    }
+}
+
+fn ingest(inputs: &[PathBuf], store: Option<PathBuf>, run_id: Option<String>, labels: &[String], force: bool) -> Done {
+    if run_id.is_some() && inputs.len() > 1 {
+        return Err(Error::usage("--run-id names one run: give one INPUT with it"));
+    }
+    let labels = key_values(labels, "--label")?;
+    let opts = IngestOptions { store_root: store.unwrap_or_else(profq::store::default_root), run_id, labels, force };
+    for input in inputs {
+        let outcome = ingest::ingest(input, &opts)?;
+        print!("{}", render::ingest_outcome(&outcome, input));
+        for line in render::ingest_warnings(&outcome) {
+            eprintln!("{line}");
+        }
+    }
+    Ok(())
+}
+
+fn sql(query: &str, store: Option<PathBuf>, format: Format) -> Done {
+    let root = store.unwrap_or_else(profq::store::default_root);
+    let batches = runtime().block_on(async { Engine::open(&root).await?.sql(query).await })?;
+    print!("{}", render::render(&batches, format));
+    Ok(())
+}
+
+fn list_queries(name: Option<&str>) -> Done {
+    match name {
+        None => print!("{}", render::query_list(queries::QUERIES)),
+        Some(n) => print!("{}", find_query(n)?.text),
+    }
+    Ok(())
+}
+
+fn find_query(name: &str) -> Result<&'static queries::NamedQuery, Error> {
+    queries::find(name).ok_or_else(|| Error::usage(format!("no query {name:?}; `profq queries` lists them")))
+}
+
+fn run_named(name: &str, source: &SourceArgs, params: &[String], format: Format) -> Done {
+    let query = find_query(name)?;
+    let mut params: BTreeMap<String, String> = key_values(params, "--param")?.into_iter().collect();
+    let per_run = query.params().iter().any(|p| p.name == "run_id");
+    let batches = runtime().block_on(async {
+        // Queries over several runs (trends, comparisons) read the whole store.
+        let engine = if !per_run && source.input.is_none() {
+            Engine::open(&source.store()).await?
+        } else {
+            let opened = profq::source::open(&source.source()?, Spread::Wide).await?;
+            if per_run {
+                params.insert("run_id".into(), opened.run_id.clone());
+            }
+            opened.engine
+        };
+        // Parameters are the caller's to get right: checked before anything runs.
+        query.bind(&params).map_err(Error::usage)?;
+        Ok::<_, Error>(engine.run_named(name, &params).await?)
+    })?;
+    print!("{}", render::render(&batches, format));
+    Ok(())
+}
+
+fn summarize(source: &SourceArgs, output: Option<&Path>, warmup_steps: i64, hot_op_limit: usize, breakdown_mode: BreakdownMode) -> Done {
+    let source = source.source()?;
+    let opts = SummaryOptions { warmup_steps, hot_op_limit, breakdown_mode };
+    let (doc, _) = runtime().block_on(ask::summary_of_source(&source, &opts))?;
+    emit(&render::json_text(&doc), output)
+}
+
+fn subject(source: SourceArgs, summary: Option<PathBuf>) -> Subject {
+    let store = source.store();
+    Subject { input: source.input, run: source.run, store, summary }
+}
+
+fn query(question: &str, source: SourceArgs, summary: Option<PathBuf>, top_k: usize, format: AnswerFormat, show_sql: bool) -> Done {
+    let answer = runtime().block_on(ask::ask(question, &subject(source, summary), top_k, show_sql))?;
+    print_answer(&answer, format);
+    if ask::is_unrecognized(&answer) {
+        return Err(ask::unrecognized());
+    }
+    Ok(())
+}
+
+fn report(source: SourceArgs, summary: Option<PathBuf>, output: Option<&Path>, top_k: usize) -> Done {
+    let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
+    let (doc, _) = runtime().block_on(ask::summary_of(&subject(source, summary), &opts))?;
+    emit(&render::report::markdown(&doc, top_k), output)
+}
+
+fn compare(pair: &PairArgs, format: CompareFormat) -> Done {
+    let result = compared(pair)?;
+    match format {
+        CompareFormat::Json => print!("{}", render::json_text(&result)),
+        CompareFormat::Table => print!("{}", render::answer_table(&result)),
+        CompareFormat::Md => print!("{}", render::report::comparison_markdown(&result, pair.top_k)),
+    }
+    Ok(())
+}
+
+fn compared(pair: &PairArgs) -> Result<serde_json::Value, Error> {
+    runtime().block_on(compare::compare_pair(&pair.before, &pair.after, &pair.store(), &pair.options(), pair.strict_provenance))
+}
+
+fn track(pair: &PairArgs, label: Option<&str>, history: Option<&Path>, output: Option<&Path>, thresholds: &ThresholdArgs) -> Done {
+    let comparison = compared(pair)?;
+    let assessment = track::assess(&comparison, &thresholds.thresholds());
+    let record = track::record(&assessment, label);
+    if let Some(h) = history {
+        track::append_history(h, &record).map_err(|e| Error::store(format!("{}: {e}", h.display())))?;
+    }
+    emit(&render::json_text(&record), output)
+}
+
+fn show_history(history: &Path, tail: usize, output: Option<&Path>) -> Done {
+    let summary = track::summarize_history(history, tail).map_err(|e| Error::input(format!("{}: {e}", history.display())))?;
+    emit(&render::json_text(&summary), output)
+}
+
+fn bundle(pair: &PairArgs, output_dir: &Path, history: Option<&Path>, label: Option<&str>, output: Option<&Path>, thresholds: &ThresholdArgs) -> Done {
+    let manifest = runtime().block_on(bundle::write_bundle(
+        &pair.before,
+        &pair.after,
+        &pair.store(),
+        output_dir,
+        &pair.options(),
+        &thresholds.thresholds(),
+        label,
+        history,
+        pair.strict_provenance,
+    ))?;
+    emit(&render::json_text(&manifest), output)
+}
+
+fn describe_schema(table: Option<&str>, markdown: bool) -> Done {
+    if markdown {
+        print!("{}", schema::markdown());
+        return Ok(());
+    }
+    match table {
+        Some(name) => {
+            let t = schema::table(name).ok_or_else(|| {
+                let names: Vec<&str> = schema::TABLES.iter().map(|t| t.name).collect();
+                Error::usage(format!("no table {name:?}; tables: {}", names.join(", ")))
+            })?;
+            print!("{}", schema::describe(t));
+        }
+        None => print!("{}", schema::describe_all()),
+    }
+    Ok(())
+}
+
+fn print_answer(answer: &serde_json::Value, format: AnswerFormat) {
+    match format {
+        AnswerFormat::Json => print!("{}", render::json_text(answer)),
+        AnswerFormat::Table => print!("{}", render::answer_table(answer)),
+    }
+}
+
+/// Prints `text`, or writes it to `output` (creating parent dirs) and prints only the path.
+fn emit(text: &str, output: Option<&Path>) -> Done {
+    let Some(path) = output else {
+        print!("{text}");
+        return Ok(());
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::store(format!("{}: {e}", parent.display())))?;
+    }
+    std::fs::write(path, text).map_err(|e| Error::store(format!("{}: {e}", path.display())))?;
+    println!("{}", path.display());
+    Ok(())
+}
+
+/// `KEY=VALUE` arguments as pairs, in the order given.
+fn key_values(pairs: &[String], flag: &str) -> Result<Vec<(String, String)>, Error> {
+    pairs
+        .iter()
+        .map(|p| p.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| Error::usage(format!("{flag} {p:?}: expected KEY=VALUE"))))
+        .collect()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+}

@@ -1,0 +1,30 @@
+//! Exit codes, the one place a failure becomes a process status (README, "Exit codes"):
+//! 0 ok, 1 internal error, 2 usage, 3 bad input, 4 store or query error, 5 provenance checks
+//! failed under `--strict-provenance`.
+
+use profq::error::{Error, Kind};
+
+pub const SUCCESS: u8 = 0;
+
+pub fn code(kind: Kind) -> u8 {
+    match kind {
+        Kind::Internal => 1,
+        Kind::Usage => 2,
+        Kind::Input => 3,
+        Kind::Store => 4,
+        Kind::Provenance => 5,
+    }
+}
+
+/// The status a command's result ends profq with; a failure's line goes to stderr.
+pub fn status(result: Result<(), Error>) -> u8 {
+    match result {
+        Ok(()) => SUCCESS,
+        Err(e) => {
+            if !e.message.is_empty() {
+                eprintln!("profq: {}", e.message);
+            }
+            code(e.kind)
+        }
+    }
+}
