@@ -685,7 +685,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     slots.fill(&[(&tables, "input")]).unwrap();
     let prepared = profq::engine::ahead::Prepared { planned, without_rows: Default::default() };
     let ahead = summary::summarize_planned(&engine, "input", &path, &opts, prepared).await.unwrap();
-    assert_eq!(profq::render::json_text(&ahead), profq::render::json_text(&direct));
+    assert_eq!(profq::render::json_text(&ahead.to_value()), profq::render::json_text(&direct.to_value()));
 }
 
 /// An analysis of an INPUT builds only the columns of `ops` and `gaps` that its statements
@@ -746,5 +746,34 @@ async fn a_query_with_rows_only_from_a_table_returns_none_without_its_rows() {
     }
     if inputs.len() == 3 {
         assert_eq!(had_rows.len(), declared.len(), "each claim is checked where its query has rows: {had_rows:?}");
+    }
+}
+
+/// The typed document (`summary::doc::Summary`) holds every key a summary has: profq's own
+/// summaries and the reference tool's read back into it and serialize to the same JSON
+/// (the reference's lack the `profq_*` keys, which stay out).
+#[test]
+fn summaries_read_back_into_the_typed_document_unchanged() {
+    use profq::summary::doc::Summary;
+    let round_trip = |doc: &Value| -> Value {
+        let typed: Summary = serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let mut back = typed.to_value();
+        // Keys the reference tool does not write read back empty: drop them where the
+        // document had none, to compare the rest.
+        let kept: Vec<String> = back.as_object().unwrap().keys().filter(|k| doc.get(k.as_str()).is_none()).cloned().collect();
+        for k in kept {
+            assert!(k.starts_with("profq_"), "{k} is not optional");
+            back.as_object_mut().unwrap().remove(&k);
+        }
+        back
+    };
+    for input in [jax_cpu("transformer_lm"), jax_cpu("multi_device_dp"), jax_gpu("fused_kernels")] {
+        let ours = summarize(&input, &[]);
+        assert_eq!(round_trip(&ours), ours, "{}", input.display());
+    }
+    for capture in ["jax_cpu/mlp_before", "jax_cpu/transformer_lm", "public/openxla-xprof/tpu_v6e_jax_inference"] {
+        let Some(dir) = shared(capture) else { continue };
+        let seed: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("seed/xplane.summary.json")).unwrap()).unwrap();
+        assert_eq!(round_trip(&seed), seed, "{capture}");
     }
 }

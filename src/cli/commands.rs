@@ -98,7 +98,7 @@ fn summarize(source: &SourceArgs, output: Option<&Path>, warmup_steps: i64, hot_
     let source = source.source()?;
     let opts = SummaryOptions { warmup_steps, hot_op_limit, breakdown_mode };
     let (doc, _) = runtime().block_on(ask::summary_of_source(&source, &opts))?;
-    emit(&render::json_text(&doc), output)
+    emit(&render::json_text(&doc.to_value()), output)
 }
 
 fn subject(source: SourceArgs, summary: Option<PathBuf>) -> Subject {

@@ -31,12 +31,12 @@ pub async fn write_bundle(
     let record = track::record(&assessment, label);
     std::fs::create_dir_all(output_dir).map_err(|e| Error::store(format!("{}: {e}", output_dir.display())))?;
     let files = [
-        ("before_summary_path", "before.summary.json", crate::render::json_text(&sb)),
-        ("after_summary_path", "after.summary.json", crate::render::json_text(&sa)),
+        ("before_summary_path", "before.summary.json", crate::render::json_text(&sb.json)),
+        ("after_summary_path", "after.summary.json", crate::render::json_text(&sa.json)),
         ("comparison_path", "compare.json", crate::render::json_text(&comparison)),
         ("tracking_path", "track.json", crate::render::json_text(&record)),
-        ("before_report_path", "before.report.md", crate::render::report::markdown(&sb, opts.top_k)),
-        ("after_report_path", "after.report.md", crate::render::report::markdown(&sa, opts.top_k)),
+        ("before_report_path", "before.report.md", crate::render::report::markdown(&sb.doc, opts.top_k)),
+        ("after_report_path", "after.report.md", crate::render::report::markdown(&sa.doc, opts.top_k)),
         ("comparison_report_path", "compare.md", crate::render::report::comparison_markdown(&comparison, opts.top_k)),
     ];
     let mut manifest = json!({"output_dir": output_dir.display().to_string(), "status": assessment["status"]});

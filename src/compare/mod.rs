@@ -9,6 +9,7 @@ pub mod track;
 use crate::engine::{Engine, QueryError, Spread};
 use crate::error::{Error, Kind};
 use crate::source::SourceError;
+use crate::summary::doc::{Producer, Summary};
 use crate::summary::{self, Analyst, SummaryOptions};
 use crate::tables::{ColumnsRead, RunTables};
 use serde_json::{json, Map, Value};
@@ -16,12 +17,14 @@ use std::path::Path;
 
 /// One side of a comparison.
 pub enum Side {
-    /// A profile_summary.v1 document: only the reference's summary-level comparison.
-    Summary { doc: Value },
+    /// A profile_summary.v1 document: only the reference's summary-level comparison. `raw`
+    /// is the file as read, which a bundle writes back unchanged.
+    Summary { doc: Box<Summary>, raw: Value },
     /// Full tables of a run (a store run, or an INPUT decoded in memory).
     Tables { tables: RunTables, source_path: String, run_id: Option<String> },
 }
 
+/// The summary a path holds, when it is a profile_summary.v1 file.
 fn is_summary_file(p: &Path) -> Option<Value> {
     let name = p.file_name()?.to_string_lossy().to_string();
     if !name.ends_with(".json") || name.ends_with(".trace.json") {
@@ -38,8 +41,12 @@ fn is_summary_file(p: &Path) -> Option<Value> {
 pub async fn load_side(spec: &str, store: &Path, read: &ColumnsRead) -> Result<Side, SourceError> {
     let path = Path::new(spec);
     if path.exists() {
-        if let Some(doc) = is_summary_file(path) {
-            return Ok(Side::Summary { doc });
+        if let Some(raw) = is_summary_file(path) {
+            let doc: Summary = serde_json::from_value(raw.clone()).map_err(|e| {
+                let what = format!("not a {} summary: {e}", summary::SCHEMA_VERSION);
+                SourceError::Ingest(crate::ingest::IngestError::Input(crate::decode::InputError { path: path.to_path_buf(), what }))
+            })?;
+            return Ok(Side::Summary { doc: Box::new(doc), raw });
         }
         let tables = crate::ingest::load_tables_telling(path, "side", &[], read.clone(), Default::default()).map_err(SourceError::Ingest)?;
         return Ok(Side::Tables { tables, source_path: spec.to_string(), run_id: None });
@@ -100,52 +107,58 @@ fn ratio(b: Option<f64>, a: Option<f64>) -> Value {
 }
 
 /// Provenance checks of §6.1, plus profq's: producer versions, device kinds and counts.
-fn provenance(b: &Value, a: &Value) -> Value {
+fn provenance(b: &Summary, a: &Summary) -> Value {
     let mut status = "pass";
     let mut messages: Vec<String> = Vec::new();
-    let (sb, sa) = (&b["trace_provenance"]["trace_sha256"], &a["trace_provenance"]["trace_sha256"]);
+    let (sb, sa) = (&b.trace_provenance.trace_sha256, &a.trace_provenance.trace_sha256);
     let warn = |status: &mut &str| {
         if *status == "pass" {
             *status = "warn";
         }
     };
-    if sb.is_string() && sb == sa {
+    let same_text = |x: &Option<String>, y: &Option<String>| x.is_some() && x == y;
+    if same_text(sb, sa) {
         status = "fail";
         messages.push("Before and after have identical trace content (same trace_sha256).".into());
     }
-    if b["source_path"].is_string() && b["source_path"] == a["source_path"] {
+    if b.source_path == a.source_path {
         warn(&mut status);
         messages.push("Before and after come from the same source path.".into());
     }
-    let (rb, ra) = (&b["run_metadata"]["run_id"], &a["run_metadata"]["run_id"]);
-    if rb.is_string() && rb == ra {
+    let (rb, ra) = (&b.run_metadata.run_id, &a.run_metadata.run_id);
+    if same_text(rb, ra) {
         warn(&mut status);
         messages.push("Before and after have the same run id.".into());
     }
-    if b["run_metadata"]["artifact_ref"].is_string() && b["run_metadata"]["artifact_ref"] == a["run_metadata"]["artifact_ref"] {
+    if same_text(&b.run_metadata.artifact_ref, &a.run_metadata.artifact_ref) {
         warn(&mut status);
         messages.push("Before and after come from the same artifact.".into());
     }
-    if !sb.is_string() || !sa.is_string() {
+    if sb.is_none() || sa.is_none() {
         warn(&mut status);
         messages.push("A trace_sha256 is missing, so identical inputs cannot be ruled out.".into());
     }
-    for (key, what) in [("jax_version", "JAX versions"), ("jaxlib_version", "jaxlib versions")] {
-        let (x, y) = (&b["profq_producer"][key], &a["profq_producer"][key]);
-        if x.is_string() && y.is_string() && x != y {
-            warn(&mut status);
-            messages.push(format!("Producer {what} differ: {} vs {}.", x.as_str().unwrap(), y.as_str().unwrap()));
+    let no_producer = Producer::default();
+    let (pb, pa) = (b.profq_producer.as_ref().unwrap_or(&no_producer), a.profq_producer.as_ref().unwrap_or(&no_producer));
+    for (x, y, what) in [(&pb.jax_version, &pa.jax_version, "JAX versions"), (&pb.jaxlib_version, &pa.jaxlib_version, "jaxlib versions")] {
+        if let (Some(x), Some(y)) = (x, y) {
+            if x != y {
+                warn(&mut status);
+                messages.push(format!("Producer {what} differ: {x} vs {y}."));
+            }
         }
     }
-    let (hb, ha) = (&b["run_metadata"]["hardware_type"], &a["run_metadata"]["hardware_type"]);
-    if hb.is_string() && ha.is_string() && hb != ha {
-        warn(&mut status);
-        messages.push(format!("Device kinds differ: {} vs {}.", hb.as_str().unwrap(), ha.as_str().unwrap()));
+    if let (Some(hb), Some(ha)) = (&b.run_metadata.hardware_type, &a.run_metadata.hardware_type) {
+        if hb != ha {
+            warn(&mut status);
+            messages.push(format!("Device kinds differ: {hb} vs {ha}."));
+        }
     }
-    let (db, da) = (&b["run_metadata"]["num_devices"], &a["run_metadata"]["num_devices"]);
-    if db.is_number() && da.is_number() && db != da {
-        warn(&mut status);
-        messages.push(format!("Device counts differ: {db} vs {da}."));
+    if let (Some(db), Some(da)) = (b.run_metadata.num_devices, a.run_metadata.num_devices) {
+        if db != da {
+            warn(&mut status);
+            messages.push(format!("Device counts differ: {db} vs {da}."));
+        }
     }
     json!({
         "status": status, "messages": messages,
@@ -153,40 +166,40 @@ fn provenance(b: &Value, a: &Value) -> Value {
     })
 }
 
-fn class_rows(doc: &Value) -> Vec<Value> {
-    doc["step_time"]["classes"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn class_rows(doc: &Summary) -> Vec<Value> {
+    doc.step_time
+        .classes
+        .iter()
         .map(|c| {
             json!({
-                "name": c["name"], "count": c["count"], "fraction_of_steady": c["fraction_of_steady"],
-                "median_duration": c["duration_stats"]["median"], "p90_duration": c["duration_stats"]["p90"],
-                "representative_step": c["representative_step"], "representative_duration": c["representative_duration"],
-                "periodicity": c["periodicity"],
+                "name": c.name, "count": c.count, "fraction_of_steady": c.fraction_of_steady,
+                "median_duration": c.duration_stats.median, "p90_duration": c.duration_stats.p90,
+                "representative_step": c.representative_step, "representative_duration": c.representative_duration,
+                "periodicity": c.periodicity,
             })
         })
         .collect()
 }
 
-fn by_key<'a>(list: &'a Value, key: &str) -> std::collections::BTreeMap<String, &'a Value> {
-    list.as_array().into_iter().flatten().filter_map(|e| e[key].as_str().map(|k| (k.to_string(), e))).collect()
+/// Entries by their name (the last of equal names); entries without one are left out.
+fn by_key<T>(list: &[T], key: impl Fn(&T) -> &Option<String>) -> std::collections::BTreeMap<String, &T> {
+    list.iter().filter_map(|e| key(e).clone().map(|k| (k, e))).collect()
 }
 
 /// The reference's summary-level comparison (§6.1).
-pub fn compare_summaries(b: &Value, a: &Value, top_k: usize) -> Map<String, Value> {
+pub fn compare_summaries(b: &Summary, a: &Summary, top_k: usize) -> Map<String, Value> {
     let mut out = Map::new();
-    out.insert("before_source".into(), b["source_path"].clone());
-    out.insert("after_source".into(), a["source_path"].clone());
+    out.insert("before_source".into(), json!(b.source_path));
+    out.insert("after_source".into(), json!(a.source_path));
     out.insert("provenance_checks".into(), provenance(b, a));
-    let st = |d: &Value, k: &str| f(&d["step_time"]["steady_state_steps"][k]);
+    let (sb, sa) = (&b.step_time.steady_state_steps, &a.step_time.steady_state_steps);
     out.insert(
         "step_time".into(),
         json!({
-            "steady_state_median_before": st(b, "median"), "steady_state_median_after": st(a, "median"),
-            "steady_state_median_delta": delta(st(b, "median"), st(a, "median")),
-            "steady_state_p90_before": st(b, "p90"), "steady_state_p90_after": st(a, "p90"),
-            "steady_state_p90_delta": delta(st(b, "p90"), st(a, "p90")),
+            "steady_state_median_before": sb.median, "steady_state_median_after": sa.median,
+            "steady_state_median_delta": delta(sb.median, sa.median),
+            "steady_state_p90_before": sb.p90, "steady_state_p90_after": sa.p90,
+            "steady_state_p90_delta": delta(sb.p90, sa.p90),
         }),
     );
     let (cb, ca) = (class_rows(b), class_rows(a));
@@ -207,19 +220,21 @@ pub fn compare_summaries(b: &Value, a: &Value, top_k: usize) -> Map<String, Valu
     out.insert("step_classes".into(), json!({"before": cb, "after": ca, "delta": class_delta}));
     let mut shares = Map::new();
     for k in ["compute", "communication", "host", "stall", "other"] {
-        shares.insert(k.into(), delta(f(&b["time_breakdown"][k]["share_of_total"]), f(&a["time_breakdown"][k]["share_of_total"])));
+        let share = |s: &Summary| s.time_breakdown.category(k).map(|c| c.share_of_total);
+        shares.insert(k.into(), delta(share(b), share(a)));
     }
     out.insert("time_breakdown_share_delta".into(), Value::Object(shares));
-    let (fb, fa) = (by_key(&b["semantic_families"], "family"), by_key(&a["semantic_families"], "family"));
+    let (fb, fa) = (by_key(&b.semantic_families, |f| &f.family), by_key(&a.semantic_families, |f| &f.family));
     let mut fams: Vec<&String> = fb.keys().chain(fa.keys()).collect();
     fams.sort();
     fams.dedup();
     let families: Vec<Value> = fams
         .iter()
         .map(|fam| {
-            let (x, y) = (fb.get(*fam).copied().unwrap_or(&Value::Null), fa.get(*fam).copied().unwrap_or(&Value::Null));
-            let (eb, ea) = (f(&x["exclusive_duration"]).or(Some(0.0)), f(&y["exclusive_duration"]).or(Some(0.0)));
-            let (wb, wa) = (f(&x["flop_proxy_total"]), f(&y["flop_proxy_total"]));
+            let (x, y) = (fb.get(*fam).copied(), fa.get(*fam).copied());
+            let (eb, ea) = (x.and_then(|x| x.exclusive_duration).or(Some(0.0)), y.and_then(|y| y.exclusive_duration).or(Some(0.0)));
+            let (wb, wa) = (x.and_then(|x| x.flop_proxy_total), y.and_then(|y| y.flop_proxy_total));
+            let (tb, ta) = (x.and_then(|x| x.time_per_flop_proxy), y.and_then(|y| y.time_per_flop_proxy));
             let time_ratio = ratio(eb, ea);
             let work_ratio = ratio(wb, wa);
             let efficiency = match (f(&time_ratio), f(&work_ratio)) {
@@ -228,23 +243,24 @@ pub fn compare_summaries(b: &Value, a: &Value, top_k: usize) -> Map<String, Valu
             };
             json!({"family": fam, "exclusive_before": eb, "exclusive_after": ea, "exclusive_duration_delta": delta(eb, ea),
                "exclusive_regression_pct": pct_delta(eb, ea), "flop_proxy_total_before": wb, "flop_proxy_total_after": wa,
-               "flop_proxy_ratio": work_ratio.clone(), "time_per_flop_proxy_before": x["time_per_flop_proxy"],
-               "time_per_flop_proxy_after": y["time_per_flop_proxy"],
-               "time_per_flop_regression_pct": pct_delta(f(&x["time_per_flop_proxy"]), f(&y["time_per_flop_proxy"])),
+               "flop_proxy_ratio": work_ratio.clone(), "time_per_flop_proxy_before": tb,
+               "time_per_flop_proxy_after": ta,
+               "time_per_flop_regression_pct": pct_delta(tb, ta),
                "time_ratio": time_ratio, "work_ratio": work_ratio, "efficiency_ratio": efficiency,
-               "example_before": x["example_op"], "example_after": y["example_op"],
-               "shape_signature_before": x["dominant_shape_signature"], "shape_signature_after": y["dominant_shape_signature"]})
+               "example_before": x.and_then(|x| x.example_op.clone()), "example_after": y.and_then(|y| y.example_op.clone()),
+               "shape_signature_before": x.and_then(|x| x.dominant_shape_signature.clone()),
+               "shape_signature_after": y.and_then(|y| y.dominant_shape_signature.clone())})
         })
         .collect();
     out.insert("semantic_family_delta".into(), Value::Array(families));
-    let (ob, oa) = (by_key(&b["hot_ops"], "name"), by_key(&a["hot_ops"], "name"));
+    let (ob, oa) = (by_key(&b.hot_ops, |o| &o.name), by_key(&a.hot_ops, |o| &o.name));
     let mut ops: Vec<(String, f64, f64)> = Vec::new();
     let mut all: Vec<&String> = ob.keys().chain(oa.keys()).collect();
     all.sort();
     all.dedup();
     for n in all {
-        let x = ob.get(n).and_then(|o| f(&o["exclusive_duration"])).unwrap_or(0.0);
-        let y = oa.get(n).and_then(|o| f(&o["exclusive_duration"])).unwrap_or(0.0);
+        let x = ob.get(n).and_then(|o| o.exclusive_duration).unwrap_or(0.0);
+        let y = oa.get(n).and_then(|o| o.exclusive_duration).unwrap_or(0.0);
         ops.push((n.clone(), x, y));
     }
     let (reg, imp) = split_ops(ops, top_k);
@@ -293,15 +309,33 @@ pub async fn compare(before: Side, after: Side, opts: &CompareOptions, read: &Co
     Ok(compare_with_summaries(before, after, opts, read).await?.0)
 }
 
+/// A side's summary as compared, and its JSON as written (a summary file's, as it was read).
+pub struct SideSummary {
+    pub doc: Summary,
+    pub json: Value,
+}
+
+impl SideSummary {
+    fn built(doc: Summary) -> Self {
+        let json = doc.to_value();
+        SideSummary { doc, json }
+    }
+}
+
 /// [`compare`], also returning the two summaries it compared.
-pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOptions, read: &ColumnsRead) -> Result<(Value, Value, Value), QueryError> {
+pub async fn compare_with_summaries(
+    before: Side,
+    after: Side,
+    opts: &CompareOptions,
+    read: &ColumnsRead,
+) -> Result<(Value, SideSummary, SideSummary), QueryError> {
     match (before, after) {
         (Side::Tables { tables: tb, source_path: pb, run_id: rb }, Side::Tables { tables: ta, source_path: pa, run_id: ra }) => {
             let engine = Engine::from_runs_built(&[(&tb, "before"), (&ta, "after")], Spread::Narrow, read.clone())?;
             let mut sb = summary::summarize(&engine, "before", &pb, &opts.summary).await?;
             let mut sa = summary::summarize(&engine, "after", &pa, &opts.summary).await?;
-            sb["run_metadata"]["run_id"] = json!(rb);
-            sa["run_metadata"]["run_id"] = json!(ra);
+            sb.run_metadata.run_id = rb;
+            sa.run_metadata.run_id = ra;
             let mut out = compare_summaries(&sb, &sa, opts.top_k);
             let an = Analyst::new(&engine, "before");
             let params = [("before_run", "before".to_string()), ("after_run", "after".to_string())];
@@ -351,26 +385,25 @@ pub async fn compare_with_summaries(before: Side, after: Side, opts: &CompareOpt
             let da = steady(Analyst::new(&engine, "after").rows("step_durations", &[warmup]).await?);
             out.insert("profq_step_noise".into(), stats::step_verdict(&db, &da));
             out.insert("profq_comparison_level".into(), json!("tables"));
-            Ok((Value::Object(out), sb, sa))
+            Ok((Value::Object(out), SideSummary::built(sb), SideSummary::built(sa)))
         }
         (before, after) => {
-            let sb = side_summary(before, opts).await?;
-            let sa = side_summary(after, opts).await?;
-            let mut out = compare_summaries(&sb, &sa, opts.top_k);
+            let (sb, sa) = (side_summary(before, opts).await?, side_summary(after, opts).await?);
+            let mut out = compare_summaries(&sb.doc, &sa.doc, opts.top_k);
             out.insert("profq_comparison_level".into(), json!("summary"));
             Ok((Value::Object(out), sb, sa))
         }
     }
 }
 
-async fn side_summary(side: Side, opts: &CompareOptions) -> Result<Value, QueryError> {
+async fn side_summary(side: Side, opts: &CompareOptions) -> Result<SideSummary, QueryError> {
     match side {
-        Side::Summary { doc } => Ok(doc),
+        Side::Summary { doc, raw } => Ok(SideSummary { doc: *doc, json: raw }),
         Side::Tables { tables, source_path, run_id } => {
             let engine = Engine::from_tables(&tables, "side", Spread::Narrow)?;
             let mut doc = summary::summarize(&engine, "side", &source_path, &opts.summary).await?;
-            doc["run_metadata"]["run_id"] = json!(run_id);
-            Ok(doc)
+            doc.run_metadata.run_id = run_id;
+            Ok(SideSummary::built(doc))
         }
     }
 }

@@ -1,40 +1,48 @@
 //! The markdown root-cause report of a `profile_summary.v1` document (reference §7, plus
 //! profq's sections). Deterministic: the same summary gives the same bytes.
 
+use crate::summary::doc::{DeviceIdle, Summary, TinyKernels};
+use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
 
-fn dur(v: &Value) -> String {
-    v.as_f64().map_or("n/a".into(), |x| format!("{x:.3}"))
+/// A cell of the summary (typed) or of a comparison (JSON) as JSON, so that every helper
+/// formats both alike.
+fn cell<T: Serialize + ?Sized>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-fn pct(v: &Value) -> String {
-    v.as_f64().map_or("n/a".into(), |x| format!("{:.2}%", x * 100.0))
+fn dur<T: Serialize + ?Sized>(v: &T) -> String {
+    cell(v).as_f64().map_or("n/a".into(), |x| format!("{x:.3}"))
 }
 
-fn sci(v: &Value) -> String {
-    v.as_f64().map_or("n/a".into(), |x| format!("{x:.3e}"))
+fn pct<T: Serialize + ?Sized>(v: &T) -> String {
+    cell(v).as_f64().map_or("n/a".into(), |x| format!("{:.2}%", x * 100.0))
 }
 
-fn plain(v: &Value) -> String {
-    match v {
+fn sci<T: Serialize + ?Sized>(v: &T) -> String {
+    cell(v).as_f64().map_or("n/a".into(), |x| format!("{x:.3e}"))
+}
+
+fn plain<T: Serialize + ?Sized>(v: &T) -> String {
+    match cell(v) {
         Value::Null => "n/a".into(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => s,
         other => other.to_string(),
     }
 }
 
-fn name(v: &Value) -> String {
-    match v.as_str() {
+fn name<T: Serialize + ?Sized>(v: &T) -> String {
+    match cell(v).as_str() {
         Some(s) if !s.is_empty() => format!("`{}`", s.replace('`', "\\`").replace('|', "\\|")),
         _ => "n/a".into(),
     }
 }
 
-fn known(v: &Value) -> String {
-    match v {
+fn known<T: Serialize + ?Sized>(v: &T) -> String {
+    match cell(v) {
         Value::Null => "unknown".into(),
-        other => plain(other),
+        other => plain(&other),
     }
 }
 
@@ -51,52 +59,51 @@ fn table(out: &mut String, header: &[&str], body: Vec<Vec<String>>) {
     out.push('\n');
 }
 
-pub fn markdown(s: &Value, top_k: usize) -> String {
+pub fn markdown(s: &Summary, top_k: usize) -> String {
     let k = top_k;
     let mut o = String::new();
-    let _ = writeln!(o, "# Profile Report ({})\n", plain(&s["schema_version"]));
+    let _ = writeln!(o, "# Profile Report ({})\n", plain(&s.schema_version));
 
-    let m = &s["run_metadata"];
+    let m = &s.run_metadata;
     let _ = writeln!(o, "## Run Metadata\n");
-    for (label, key) in
-        [("Run", "run_id"), ("Artifact", "artifact_ref"), ("Hardware", "hardware_type"), ("Topology", "mesh_or_topology"), ("Git SHA", "git_sha")]
+    for (label, value) in
+        [("Run", &m.run_id), ("Artifact", &m.artifact_ref), ("Hardware", &m.hardware_type), ("Topology", &m.mesh_or_topology), ("Git SHA", &m.git_sha)]
     {
-        let _ = writeln!(o, "- {label}: {}", known(&m[key]));
+        let _ = writeln!(o, "- {label}: {}", known(value));
     }
-    let _ = writeln!(o, "- Generated At (UTC): {}\n", known(&s["generated_at_utc"]));
+    let _ = writeln!(o, "- Generated At (UTC): {}\n", known(&s.generated_at_utc));
 
-    let p = &s["trace_provenance"];
+    let p = &s.trace_provenance;
     let _ = writeln!(o, "## Trace Provenance\n");
-    let _ = writeln!(o, "- Trace SHA256: {}", known(&p["trace_sha256"]));
-    let ids: Vec<String> = rows(&p["run_ids"], 8).into_iter().map(plain).collect();
+    let _ = writeln!(o, "- Trace SHA256: {}", known(&p.trace_sha256));
+    let ids: Vec<String> = p.run_ids.iter().take(8).map(plain).collect();
     let _ = writeln!(o, "- Observed run_ids: {}\n", if ids.is_empty() { "none".into() } else { ids.join(", ") });
 
-    let t = &s["trace_overview"];
+    let t = &s.trace_overview;
     let _ = writeln!(o, "## Trace Overview\n");
-    let _ = writeln!(o, "- Complete events: {}", plain(&t["num_complete_events"]));
-    let _ = writeln!(o, "- Total events: {}", plain(&t["num_events_total"]));
-    let _ = writeln!(o, "- Processes: {}", plain(&t["num_processes"]));
-    let _ = writeln!(o, "- Threads: {}", plain(&t["num_threads"]));
-    let _ = writeln!(o, "- Suspected truncation: {}", if t["suspected_truncation"].as_bool() == Some(true) { "yes" } else { "no" });
-    let warnings = rows(&t["quality_warnings"], usize::MAX);
-    if warnings.is_empty() {
+    let _ = writeln!(o, "- Complete events: {}", plain(&t.num_complete_events));
+    let _ = writeln!(o, "- Total events: {}", plain(&t.num_events_total));
+    let _ = writeln!(o, "- Processes: {}", plain(&t.num_processes));
+    let _ = writeln!(o, "- Threads: {}", plain(&t.num_threads));
+    let _ = writeln!(o, "- Suspected truncation: {}", if t.suspected_truncation { "yes" } else { "no" });
+    if t.quality_warnings.is_empty() {
         let _ = writeln!(o, "- Quality warnings: none");
     } else {
         let _ = writeln!(o, "- Quality warnings:");
-        for w in warnings {
-            let _ = writeln!(o, "  - {}", plain(w));
+        for w in &t.quality_warnings {
+            let _ = writeln!(o, "  - {w}");
         }
     }
     o.push('\n');
 
-    let st = &s["step_time"]["steady_state_steps"];
+    let st = &s.step_time.steady_state_steps;
     let _ = writeln!(o, "## Step Time (Steady State)\n");
-    let _ = writeln!(o, "- Steps counted: {}", plain(&st["count"]));
-    let _ = writeln!(o, "- Median: {}", dur(&st["median"]));
-    let _ = writeln!(o, "- P90: {}", dur(&st["p90"]));
-    let _ = writeln!(o, "- Mean: {}\n", dur(&st["mean"]));
+    let _ = writeln!(o, "- Steps counted: {}", st.count);
+    let _ = writeln!(o, "- Median: {}", dur(&st.median));
+    let _ = writeln!(o, "- P90: {}", dur(&st.p90));
+    let _ = writeln!(o, "- Mean: {}\n", dur(&st.mean));
 
-    let classes = rows(&s["step_time"]["classes"], k);
+    let classes = &s.step_time.classes[..k.min(s.step_time.classes.len())];
     if !classes.is_empty() {
         let _ = writeln!(o, "## Step Classes\n");
         table(
@@ -106,31 +113,31 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
                 .iter()
                 .map(|c| {
                     vec![
-                        plain(&c["name"]),
-                        plain(&c["count"]),
-                        pct(&c["fraction_of_steady"]),
-                        dur(&c["duration_stats"]["median"]),
-                        dur(&c["duration_stats"]["p90"]),
-                        plain(&c["representative_step"]),
-                        plain(&c["periodicity"]),
+                        plain(&c.name),
+                        plain(&c.count),
+                        pct(&c.fraction_of_steady),
+                        dur(&c.duration_stats.median),
+                        dur(&c.duration_stats.p90),
+                        plain(&c.representative_step),
+                        plain(&c.periodicity),
                     ]
                 })
                 .collect(),
         );
     }
 
-    let b = &s["time_breakdown"];
-    let _ = writeln!(o, "## Time Breakdown (`{}`)\n", plain(&b["duration_basis"]));
+    let b = &s.time_breakdown;
+    let _ = writeln!(o, "## Time Breakdown (`{}`)\n", plain(&b.duration_basis));
     table(
         &mut o,
         &["Category", "Duration", "Share"],
-        [("Compute", "compute"), ("Communication", "communication"), ("Host", "host"), ("Stall", "stall"), ("Other", "other")]
+        [("Compute", &b.compute), ("Communication", &b.communication), ("Host", &b.host), ("Stall", &b.stall), ("Other", &b.other)]
             .iter()
-            .map(|(label, key)| vec![label.to_string(), dur(&b[*key]["total_duration"]), pct(&b[*key]["share_of_total"])])
+            .map(|(label, c)| vec![label.to_string(), dur(&c.total_duration), pct(&c.share_of_total)])
             .collect(),
     );
 
-    let regions = s["hierarchical_regions"].as_array().cloned().unwrap_or_default();
+    let regions = &s.hierarchical_regions;
     let _ = writeln!(o, "## Hierarchical Regions\n");
     table(
         &mut o,
@@ -139,16 +146,16 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
             .iter()
             .take(k)
             .map(|r| {
-                let total = crate::summary::region_root_total(&regions, r["path"].as_str().unwrap_or(""));
-                let share = |key: &str| if total > 0.0 { serde_json::json!(r[key].as_f64().unwrap_or(0.0) / total) } else { Value::Null };
+                let total = crate::summary::region_root_total(regions, &r.path);
+                let share = |d: Option<f64>| (total > 0.0).then(|| d.unwrap_or(0.0) / total);
                 vec![
-                    name(&r["path"]),
-                    plain(&r["depth"]),
-                    plain(&r["count"]),
-                    dur(&r["inclusive_duration"]),
-                    pct(&share("inclusive_duration")),
-                    dur(&r["exclusive_duration"]),
-                    pct(&share("exclusive_duration")),
+                    name(&r.path),
+                    plain(&r.depth),
+                    plain(&r.count),
+                    dur(&r.inclusive_duration),
+                    pct(&share(r.inclusive_duration)),
+                    dur(&r.exclusive_duration),
+                    pct(&share(r.exclusive_duration)),
                 ]
             })
             .collect(),
@@ -158,18 +165,19 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     table(
         &mut o,
         &["Op", "Canonical", "Category", "Count", "Exclusive", "Avg", "Shape Signature", "HLO/TF Path"],
-        rows(&s["hot_ops"], k)
+        s.hot_ops
             .iter()
+            .take(k)
             .map(|h| {
                 vec![
-                    name(&h["name"]),
-                    name(&h["canonical_name"]),
-                    plain(&h["category"]),
-                    plain(&h["count"]),
-                    dur(&h["exclusive_duration"]),
-                    dur(&h["avg_duration"]),
-                    name(&h["shape_signature"]),
-                    name(&h["tf_op_path"]),
+                    name(&h.name),
+                    name(&h.canonical_name),
+                    plain(&h.category),
+                    plain(&h.count),
+                    dur(&h.exclusive_duration),
+                    dur(&h.avg_duration),
+                    name(&h.shape_signature),
+                    name(&h.tf_op_path),
                 ]
             })
             .collect(),
@@ -180,18 +188,19 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     table(
         &mut o,
         &["Family", "Count", "Exclusive", "Share", "Avg Exclusive", "FLOP Proxy Total", "Time/FLOP Proxy", "Example Op"],
-        rows(&s["semantic_families"], k)
+        s.semantic_families
             .iter()
+            .take(k)
             .map(|f| {
                 vec![
-                    plain(&f["family"]),
-                    plain(&f["count"]),
-                    dur(&f["exclusive_duration"]),
-                    pct(&f["share_of_total"]),
-                    dur(&f["avg_exclusive_duration"]),
-                    sci(&f["flop_proxy_total"]),
-                    sci(&f["time_per_flop_proxy"]),
-                    name(&f["example_op"]),
+                    plain(&f.family),
+                    plain(&f.count),
+                    dur(&f.exclusive_duration),
+                    pct(&f.share_of_total),
+                    dur(&f.avg_exclusive_duration),
+                    sci(&f.flop_proxy_total),
+                    sci(&f.time_per_flop_proxy),
+                    name(&f.example_op),
                 ]
             })
             .collect(),
@@ -201,17 +210,18 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     table(
         &mut o,
         &["Collective", "Count", "Total", "Avg", "Exposed", "Exposed %", "GB/s"],
-        rows(&s["profq_collectives"], k)
+        s.profq_collectives
             .iter()
+            .take(k)
             .map(|c| {
                 vec![
-                    plain(&c["collective"]),
-                    plain(&c["count"]),
-                    dur(&c["total_duration"]),
-                    dur(&c["total_duration"].as_f64().zip(c["count"].as_f64()).map(|(t, n)| serde_json::json!(t / n)).unwrap_or(Value::Null)),
-                    dur(&c["exposed_duration"]),
-                    pct(&c["exposed_share"]),
-                    dur(&c["gbytes_per_s"]),
+                    plain(&c.collective),
+                    plain(&c.count),
+                    dur(&c.total_duration),
+                    dur(&c.total_duration.zip(c.count).map(|(t, n)| t / n as f64)),
+                    dur(&c.exposed_duration),
+                    pct(&c.exposed_share),
+                    dur(&c.gbytes_per_s),
                 ]
             })
             .collect(),
@@ -221,29 +231,23 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     table(
         &mut o,
         &["Payload Op", "Marker Op", "Count", "Total Gap", "Max Gap", "Avg Gap"],
-        rows(&s["gap_before_ops"], k)
+        s.gap_before_ops
             .iter()
+            .take(k)
             .map(|g| {
-                vec![
-                    name(&g["payload_op"]),
-                    name(&g["marker_op"]),
-                    plain(&g["count"]),
-                    dur(&g["total_gap_duration"]),
-                    dur(&g["max_gap_duration"]),
-                    dur(&g["avg_gap_duration"]),
-                ]
+                vec![name(&g.payload_op), name(&g.marker_op), plain(&g.count), dur(&g.total_gap_duration), dur(&g.max_gap_duration), dur(&g.avg_gap_duration)]
             })
             .collect(),
     );
 
     // Gap contexts re-aggregated by region.
     let mut by_region: std::collections::BTreeMap<String, (i64, f64, std::collections::BTreeMap<String, i64>)> = Default::default();
-    for c in s["gap_region_contexts"].as_array().into_iter().flatten() {
-        let e = by_region.entry(plain(&c["region_path"])).or_default();
-        let n = c["count"].as_i64().unwrap_or(0);
+    for c in &s.gap_region_contexts {
+        let e = by_region.entry(plain(&c.region_path)).or_default();
+        let n = c.count.unwrap_or(0);
         e.0 += n;
-        e.1 += c["total_gap_duration"].as_f64().unwrap_or(0.0);
-        *e.2.entry(plain(&c["op_name"])).or_default() += n;
+        e.1 += c.total_gap_duration.unwrap_or(0.0);
+        *e.2.entry(plain(&c.op_name)).or_default() += n;
     }
     let mut regions_by_gap: Vec<_> = by_region.into_iter().collect();
     regions_by_gap.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1).then(a.0.cmp(&b.0)));
@@ -258,13 +262,7 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
                 let mut top: Vec<(&String, &i64)> = ops.iter().collect();
                 top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
                 let names: Vec<String> = top.iter().take(3).map(|(o, _)| o.to_string()).collect();
-                vec![
-                    name(&Value::String(path.clone())),
-                    n.to_string(),
-                    format!("{total:.3}"),
-                    format!("{:.3}", if *n > 0 { total / *n as f64 } else { 0.0 }),
-                    names.join(", "),
-                ]
+                vec![name(path), n.to_string(), format!("{total:.3}"), format!("{:.3}", if *n > 0 { total / *n as f64 } else { 0.0 }), names.join(", ")]
             })
             .collect(),
     );
@@ -274,16 +272,15 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
     table(
         &mut o,
         &["Pass", "Region Path", "Depth", "Count", "Inclusive", "Share of Root"],
-        rows(&s["profq_regions_by_pass"], k)
+        s.profq_regions_by_pass
             .iter()
-            .map(|r| {
-                vec![plain(&r["pass"]), name(&r["path"]), plain(&r["depth"]), plain(&r["count"]), dur(&r["inclusive_duration"]), pct(&r["inclusive_share"])]
-            })
+            .take(k)
+            .map(|r| vec![plain(&r.pass), name(&r.path), plain(&r.depth), plain(&r.count), dur(&r.inclusive_duration), pct(&r.inclusive_share)])
             .collect(),
     );
-    let rc = &s["profq_recompilation"];
+    let rc = s.profq_recompilation.clone().unwrap_or_default();
     let _ = writeln!(o, "## Recompilation\n");
-    let compiles = rows(&rc["steps_with_compilation"], k);
+    let compiles = &rc.steps_with_compilation[..k.min(rc.steps_with_compilation.len())];
     if compiles.is_empty() {
         let _ = writeln!(o, "No compilation inside steps.\n");
     } else {
@@ -292,62 +289,73 @@ pub fn markdown(s: &Value, top_k: usize) -> String {
             &["Step", "Compile Time", "Share of Step", "Events", "Example"],
             compiles
                 .iter()
-                .map(|c| {
-                    vec![plain(&c["step"]), dur(&c["compile_duration"]), pct(&c["compile_share_of_step"]), plain(&c["compile_events"]), name(&c["example"])]
-                })
+                .map(|c| vec![plain(&c.step), dur(&c.compile_duration), pct(&c.compile_share_of_step), plain(&c.compile_events), name(&c.example)])
                 .collect(),
         );
     }
-    for m in rows(&rc["modules_with_several_programs"], k) {
-        let _ = writeln!(o, "- {} ran as {} programs (first steps: {})", name(&m["hlo_module"]), plain(&m["programs"]), plain(&m["first_steps"]));
+    for m in rc.modules_with_several_programs.iter().take(k) {
+        let _ = writeln!(o, "- {} ran as {} programs (first steps: {})", name(&m.hlo_module), plain(&m.programs), plain(&m.first_steps));
     }
     let _ = writeln!(o, "\n## Host-Device Transfers\n");
     table(
         &mut o,
         &["Direction", "On Device", "Count", "Total", "Example"],
-        rows(&s["profq_transfers"], k)
+        s.profq_transfers
             .iter()
-            .map(|t| vec![plain(&t["direction"]), plain(&t["on_device"]), plain(&t["count"]), dur(&t["total_duration"]), name(&t["example"])])
+            .take(k)
+            .map(|t| vec![plain(&t.direction), plain(&t.on_device), plain(&t.count), dur(&t.total_duration), name(&t.example)])
             .collect(),
     );
-    let tk = &s["profq_tiny_kernels"];
-    let idle = &s["profq_device_idle"];
     let _ = writeln!(o, "## Launch-Bound Steps and Idle Devices\n");
-    let _ = writeln!(o, "- Launch-bound steady steps: {} of {}", plain(&tk["launch_bound_steps"]), plain(&tk["steady_steps"]));
-    let _ =
-        writeln!(o, "- Ops per step: {}; tiny (< {} µs) share: {}", dur(&tk["avg_ops_per_step"]), plain(&tk["tiny_threshold_us"]), pct(&tk["avg_tiny_share"]));
-    let _ = writeln!(o, "- Average device idle share of a steady step: {} (max {})\n", pct(&idle["avg_idle_share"]), pct(&idle["max_idle_share"]));
+    let (tk, idle) = (&s.profq_tiny_kernels, &s.profq_device_idle);
+    let of_tiny = |f: fn(&TinyKernels) -> Value| tk.as_ref().map_or(Value::Null, f);
+    let of_idle = |f: fn(&DeviceIdle) -> Value| idle.as_ref().map_or(Value::Null, f);
+    let _ = writeln!(o, "- Launch-bound steady steps: {} of {}", plain(&of_tiny(|t| cell(&t.launch_bound_steps))), plain(&of_tiny(|t| cell(&t.steady_steps))));
+    let _ = writeln!(
+        o,
+        "- Ops per step: {}; tiny (< {} µs) share: {}",
+        dur(&of_tiny(|t| cell(&t.avg_ops_per_step))),
+        plain(&of_tiny(|t| cell(&t.tiny_threshold_us))),
+        pct(&of_tiny(|t| cell(&t.avg_tiny_share)))
+    );
+    let _ = writeln!(
+        o,
+        "- Average device idle share of a steady step: {} (max {})\n",
+        pct(&of_idle(|d| cell(&d.avg_idle_share))),
+        pct(&of_idle(|d| cell(&d.max_idle_share)))
+    );
     let _ = writeln!(o, "## Per-Device Step Skew\n");
     table(
         &mut o,
         &["Host", "Device", "Steps", "Avg Active", "Avg Lag", "Max Lag", "Times Slowest"],
-        rows(&s["profq_per_device"], k)
+        s.profq_per_device
             .iter()
+            .take(k)
             .map(|d| {
                 vec![
-                    plain(&d["host"]),
-                    plain(&d["device"]),
-                    plain(&d["steps"]),
-                    dur(&d["avg_active_duration"]),
-                    dur(&d["avg_lag_duration"]),
-                    dur(&d["max_lag_duration"]),
-                    plain(&d["times_slowest"]),
+                    plain(&d.host),
+                    plain(&d.device),
+                    plain(&d.steps),
+                    dur(&d.avg_active_duration),
+                    dur(&d.avg_lag_duration),
+                    dur(&d.max_lag_duration),
+                    plain(&d.times_slowest),
                 ]
             })
             .collect(),
     );
 
     let _ = writeln!(o, "## Optimization Candidates\n");
-    for c in rows(&s["optimization_candidates"], usize::MAX) {
-        let _ = writeln!(o, "### {}\n", plain(&c["title"]));
-        let _ = writeln!(o, "{}\n", plain(&c["rationale"]));
+    for c in &s.optimization_candidates {
+        let _ = writeln!(o, "### {}\n", c.title);
+        let _ = writeln!(o, "{}\n", c.rationale);
         let _ = writeln!(o, "Evidence:");
-        for e in rows(&c["evidence"], usize::MAX) {
-            let _ = writeln!(o, "- {}", plain(e));
+        for e in &c.evidence {
+            let _ = writeln!(o, "- {e}");
         }
         let _ = writeln!(o, "\nSuggestions:");
-        for e in rows(&c["suggestions"], usize::MAX) {
-            let _ = writeln!(o, "- {}", plain(e));
+        for e in &c.suggestions {
+            let _ = writeln!(o, "- {e}");
         }
         o.push('\n');
     }

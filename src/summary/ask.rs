@@ -8,6 +8,7 @@
 //!   of its intent's named query over the profile or stored run;
 //! * any other: a `profile_summary.v1` document, read from `--summary` or computed.
 
+use super::doc::Summary;
 use super::query::{self, Intent, RowsAnswer};
 use super::{SummaryOptions, SCHEMA_VERSION};
 use crate::engine::{queries, Engine, Spread};
@@ -63,7 +64,7 @@ pub fn is_unrecognized(answer: &Value) -> bool {
 }
 
 /// The summary of a subject, and the run id it was computed for (None for a summary file).
-pub async fn summary_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Value, Option<String>), Error> {
+pub async fn summary_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Summary, Option<String>), Error> {
     if let Some(file) = &subject.summary {
         if subject.input.is_some() || subject.run.is_some() {
             return Err(Error::usage("give one of INPUT, --run or --summary"));
@@ -74,18 +75,18 @@ pub async fn summary_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Val
     Ok((doc, Some(run_id)))
 }
 
-/// A profile_summary.v1 document from a file.
-pub fn read_summary_file(file: &Path) -> Result<Value, Error> {
+/// A profile_summary.v1 document from a file (written by profq or the reference tool).
+pub fn read_summary_file(file: &Path) -> Result<Summary, Error> {
     let text = std::fs::read_to_string(file).map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| Error::input(format!("{}: not JSON: {e}", file.display())))?;
     if doc["schema_version"] != SCHEMA_VERSION {
         return Err(Error::input(format!("{}: not a {SCHEMA_VERSION} summary (schema_version {})", file.display(), doc["schema_version"])));
     }
-    Ok(doc)
+    serde_json::from_value(doc).map_err(|e| Error::input(format!("{}: not a {SCHEMA_VERSION} summary: {e}", file.display())))
 }
 
 /// The summary of a source and its run id; an INPUT's statements are planned while it decodes.
-pub async fn summary_of_source(source: &Source, opts: &SummaryOptions) -> Result<(Value, String), Error> {
+pub async fn summary_of_source(source: &Source, opts: &SummaryOptions) -> Result<(Summary, String), Error> {
     let statements = super::statements(opts, source::INPUT_RUN_ID);
     let opened = source::open_planning(source, Spread::Narrow, statements).await?;
     let doc = super::summarize_planned(&opened.engine, &opened.run_id, &opened.source_path, opts, opened.prepared).await?;

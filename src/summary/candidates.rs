@@ -2,32 +2,29 @@
 //! profq's own triggers for recompilation, transfers, launch-bound steps, idle devices and
 //! stragglers (appended after the reference's, with their own candidate ids).
 
-use serde_json::{json, Value};
-
-fn num(v: &Value, path: &[&str]) -> f64 {
-    let mut cur = v;
-    for p in path {
-        cur = &cur[*p];
-    }
-    cur.as_f64().unwrap_or(0.0)
-}
+use super::doc::{Candidate, Summary};
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn candidate(id: &str, title: &str, rationale: String, evidence: Vec<String>, suggestions: &[&str]) -> Value {
-    json!({"candidate_id": id, "title": title, "rationale": rationale, "evidence": evidence, "suggestions": suggestions})
+/// A cell as the summary's JSON shows it (`null` when absent).
+fn shown<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "null".to_string(), |v| v.to_string())
 }
 
-pub fn optimization_candidates(s: &Value) -> Vec<Value> {
+fn candidate(id: &str, title: &str, rationale: String, evidence: Vec<String>, suggestions: &[&str]) -> Candidate {
+    Candidate { candidate_id: id.into(), title: title.into(), rationale, evidence, suggestions: suggestions.iter().map(|s| s.to_string()).collect() }
+}
+
+pub fn optimization_candidates(s: &Summary) -> Vec<Candidate> {
     let mut out = Vec::new();
-    let total = num(s, &["time_breakdown", "total_duration"]);
+    let total = s.time_breakdown.total_duration;
     let d = if total > 0.0 { total } else { 1.0 };
-    let comm = num(s, &["time_breakdown", "communication", "share_of_total"]);
-    let stall = num(s, &["time_breakdown", "stall", "share_of_total"]);
+    let comm = s.time_breakdown.communication.share_of_total;
+    let stall = s.time_breakdown.stall.share_of_total;
     if comm >= 0.15 {
-        let top = s["communication_ops"].get(0).and_then(|c| c["collective"].as_str()).unwrap_or("collectives").to_string();
+        let top = s.communication_ops.first().and_then(|c| c.collective.clone()).unwrap_or_else(|| "collectives".into());
         out.push(candidate(
             "communication-heavy",
             "Communication appears dominant",
@@ -49,10 +46,10 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
             &["Look for waits and barriers on the critical path.", "Check the host input pipeline and blocking host calls."],
         ));
     }
-    if let Some(op) = s["hot_ops"].get(0) {
-        let excl = op["exclusive_duration"].as_f64().unwrap_or(0.0);
+    if let Some(op) = s.hot_ops.first() {
+        let excl = op.exclusive_duration.unwrap_or(0.0);
         if excl / d >= 0.08 {
-            let name = op["name"].as_str().unwrap_or("");
+            let name = op.name.as_deref().unwrap_or("");
             out.push(candidate(
                 "single-hot-op",
                 "A single op dominates",
@@ -62,26 +59,27 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
             ));
         }
     }
-    if let Some(g) = s["gap_before_ops"].get(0) {
-        let (tot, max) = (g["total_gap_duration"].as_f64().unwrap_or(0.0), g["max_gap_duration"].as_f64().unwrap_or(0.0));
+    if let Some(g) = s.gap_before_ops.first() {
+        let (tot, max) = (g.total_gap_duration.unwrap_or(0.0), g.max_gap_duration.unwrap_or(0.0));
+        let payload = g.payload_op.as_deref().unwrap_or("");
         if tot > 0.0 && (tot / d >= 0.05 || max >= 1000.0) {
             out.push(candidate(
                 "pre-op-gap",
                 "Idle gaps before an op",
-                format!("The device idles {tot:.3} µs in total before {}.", g["payload_op"].as_str().unwrap_or("")),
+                format!("The device idles {tot:.3} µs in total before {payload}."),
                 vec![
-                    format!("Payload op with largest pre-gap: {}", g["payload_op"].as_str().unwrap_or("")),
-                    format!("Observed first op after gap (marker): {}", g["marker_op"].as_str().unwrap_or("")),
+                    format!("Payload op with largest pre-gap: {payload}"),
+                    format!("Observed first op after gap (marker): {}", g.marker_op.as_deref().unwrap_or("")),
                     format!("Total gap: {tot:.3}"),
                     format!("Max gap: {max:.3}"),
-                    format!("Occurrences: {}", g["count"]),
+                    format!("Occurrences: {}", shown(g.count)),
                 ],
                 &["Find the upstream dependency the op waits for.", "Check host dispatch between the ops.", "Use region totals to find where the gap sits."],
             ));
         }
     }
-    let steady = &s["step_time"]["steady_state_steps"];
-    let (count, median, p90) = (num(steady, &["count"]), num(steady, &["median"]), num(steady, &["p90"]));
+    let steady = &s.step_time.steady_state_steps;
+    let (count, median, p90) = (steady.count as f64, steady.median.unwrap_or(0.0), steady.p90.unwrap_or(0.0));
     if count >= 4.0 && median > 0.0 && p90 / median >= 1.4 {
         out.push(candidate(
             "step-jitter",
@@ -92,7 +90,7 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
         ));
     }
     if out.is_empty() {
-        let share = |k: &str| pct(num(s, &["time_breakdown", k, "share_of_total"]));
+        let share = |k: &str| pct(s.time_breakdown.category(k).map_or(0.0, |c| c.share_of_total));
         out.push(candidate(
             "no-dominant-bottleneck",
             "No single dominant bottleneck",
@@ -108,17 +106,18 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
     }
 
     // profq triggers.
-    let compiles = s["profq_recompilation"]["steps_with_compilation"].as_array().cloned().unwrap_or_default();
+    let recompilation = s.profq_recompilation.clone().unwrap_or_default();
+    let compiles = &recompilation.steps_with_compilation;
     if !compiles.is_empty() {
-        let steps: Vec<String> = compiles.iter().map(|c| c["step"].to_string()).collect();
-        let worst = compiles.iter().map(|c| c["compile_duration"].as_f64().unwrap_or(0.0)).fold(0.0, f64::max);
+        let steps: Vec<String> = compiles.iter().map(|c| shown(c.step)).collect();
+        let worst = compiles.iter().map(|c| c.compile_duration.unwrap_or(0.0)).fold(0.0, f64::max);
         out.push(candidate(
             "recompilation",
             "XLA compiles inside training steps",
             format!("{} step(s) compiled during the capture; the longest compile took {worst:.3} µs.", compiles.len()),
             vec![
                 format!("Steps with compilation: {}", steps.join(", ")),
-                format!("Modules with several programs: {}", s["profq_recompilation"]["modules_with_several_programs"].as_array().map_or(0, |v| v.len())),
+                format!("Modules with several programs: {}", recompilation.modules_with_several_programs.len()),
             ],
             &[
                 "Pad or bucket input shapes so a jitted function sees few distinct shapes.",
@@ -127,8 +126,8 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
             ],
         ));
     }
-    let transfer_us: f64 = s["profq_transfers"].as_array().map_or(0.0, |v| v.iter().map(|t| t["total_duration"].as_f64().unwrap_or(0.0)).sum());
-    let steady_total = num(steady, &["mean"]) * count;
+    let transfer_us: f64 = s.profq_transfers.iter().map(|t| t.total_duration.unwrap_or(0.0)).sum();
+    let steady_total = steady.mean.unwrap_or(0.0) * count;
     if steady_total > 0.0 && transfer_us / steady_total >= 0.05 {
         out.push(candidate(
             "host-device-transfers",
@@ -142,17 +141,17 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
             ],
         ));
     }
-    let tiny = &s["profq_tiny_kernels"];
-    if num(tiny, &["launch_bound_steps"]) > 0.0 {
+    let tiny = s.profq_tiny_kernels.clone().unwrap_or_default();
+    if tiny.launch_bound_steps > 0 {
         out.push(candidate(
             "launch-bound",
             "Many tiny ops, device mostly idle",
-            format!("{} of {} steady steps are launch-bound.", tiny["launch_bound_steps"], tiny["steady_steps"]),
-            vec![format!("Ops per step: {:.1}", num(tiny, &["avg_ops_per_step"])), format!("Tiny op share: {}", pct(num(tiny, &["avg_tiny_share"])))],
+            format!("{} of {} steady steps are launch-bound.", tiny.launch_bound_steps, tiny.steady_steps),
+            vec![format!("Ops per step: {:.1}", tiny.avg_ops_per_step.unwrap_or(0.0)), format!("Tiny op share: {}", pct(tiny.avg_tiny_share.unwrap_or(0.0)))],
             &["Fuse the step into one jit (eager ops dispatch one by one).", "Batch small ops; avoid Python loops over arrays."],
         ));
     }
-    let idle = num(s, &["profq_device_idle", "avg_idle_share"]);
+    let idle = s.profq_device_idle.as_ref().and_then(|d| d.avg_idle_share).unwrap_or(0.0);
     if idle >= 0.3 {
         out.push(candidate(
             "device-idle",
@@ -162,14 +161,15 @@ pub fn optimization_candidates(s: &Value) -> Vec<Value> {
             &["Profile the host side of the step (input pipeline, Python, logging).", "Overlap host work with device execution."],
         ));
     }
-    if let Some(worst) = s["profq_per_device"].get(0) {
-        let lag = worst["avg_lag_duration"].as_f64().unwrap_or(0.0);
-        if median > 0.0 && lag / median >= 0.05 && s["profq_per_device"].as_array().is_some_and(|v| v.len() > 1) {
+    if let Some(worst) = s.profq_per_device.first() {
+        let lag = worst.avg_lag_duration.unwrap_or(0.0);
+        let device = worst.device.as_deref().unwrap_or("");
+        if median > 0.0 && lag / median >= 0.05 && s.profq_per_device.len() > 1 {
             out.push(candidate(
                 "straggler",
                 "A device finishes its steps late",
-                format!("{} finishes on average {lag:.3} µs after the fastest device.", worst["device"].as_str().unwrap_or("")),
-                vec![format!("Straggler: {}", worst["device"].as_str().unwrap_or("")), format!("Times slowest: {}", worst["times_slowest"])],
+                format!("{device} finishes on average {lag:.3} µs after the fastest device."),
+                vec![format!("Straggler: {device}"), format!("Times slowest: {}", shown(worst.times_slowest))],
                 &["Check load balance of the sharding.", "Look for host-side interference on that device's host."],
             ));
         }

@@ -7,13 +7,15 @@
 
 pub mod ask;
 pub mod candidates;
+pub mod doc;
 pub mod query;
 pub mod steps;
 
 use crate::engine::ahead::{Planned, Prepared, Statement};
 use crate::engine::functions::{flop_proxy, proxy_family_of_name, shape_signature};
 use crate::engine::{Engine, QueryError};
-use serde_json::{json, Map, Value};
+use doc::*;
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const SCHEMA_VERSION: &str = "profile_summary.v1";
@@ -227,15 +229,21 @@ fn f(row: &Row, key: &str) -> f64 {
     row.get(key).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
-fn us(row: &Row, key: &str) -> Value {
-    match row.get(key).and_then(Value::as_f64) {
-        Some(ns) => json!(ns / 1000.0),
-        None => Value::Null,
-    }
+/// A cell of ns as µs (null stays null).
+fn us(row: &Row, key: &str) -> Option<f64> {
+    row.get(key).and_then(Value::as_f64).map(|ns| ns / 1000.0)
 }
 
-fn text(row: &Row, key: &str) -> Value {
-    row.get(key).cloned().unwrap_or(Value::Null)
+fn number(row: &Row, key: &str) -> Option<f64> {
+    row.get(key).and_then(Value::as_f64)
+}
+
+fn count(row: &Row, key: &str) -> Option<i64> {
+    row.get(key).and_then(Value::as_i64)
+}
+
+fn text(row: &Row, key: &str) -> Option<String> {
+    row.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
 /// ISO-8601 UTC with microseconds and a `Z` suffix.
@@ -258,13 +266,13 @@ pub fn iso_utc(epoch_ns: i64) -> String {
 }
 
 /// Builds the profile_summary.v1 document of one run.
-pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions) -> Result<Value, QueryError> {
+pub async fn summarize(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions) -> Result<Summary, QueryError> {
     summarize_planned(engine, run_id, source_path, opts, Prepared::default()).await
 }
 
 /// [`summarize`], executing the statements `prepared` planned (by [`statements`]' keys) as
 /// planned, and skipping those it knows return no rows.
-pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions, prepared: Prepared) -> Result<Value, QueryError> {
+pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str, opts: &SummaryOptions, prepared: Prepared) -> Result<Summary, QueryError> {
     let mut clock = std::time::Instant::now();
     let a = Analyst::with_plans(engine, run_id, prepared);
     let n = opts.hot_op_limit;
@@ -286,12 +294,12 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
     let all_steps: Vec<(i64, f64)> = per_step.iter().map(|r| (f(r, "step") as i64, f(r, "dur_ns") / 1000.0)).collect();
     let steady: Vec<(i64, f64)> = all_steps.iter().copied().filter(|s| s.0 >= opts.warmup_steps).collect();
     let durations = |v: &[(i64, f64)]| v.iter().map(|s| s.1).collect::<Vec<_>>();
-    let step_time = json!({
-        "warmup_steps_ignored": opts.warmup_steps,
-        "all_steps": steps::duration_stats(&durations(&all_steps)),
-        "steady_state_steps": steps::duration_stats(&durations(&steady)),
-        "classes": steps::step_classes(&steady),
-    });
+    let step_time = StepTime {
+        warmup_steps_ignored: opts.warmup_steps,
+        all_steps: steps::duration_stats(&durations(&all_steps)),
+        steady_state_steps: steps::duration_stats(&durations(&steady)),
+        classes: steps::step_classes(&steady),
+    };
 
     // Breakdown.
     let basis = match opts.breakdown_mode {
@@ -299,215 +307,270 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         BreakdownMode::ExclusiveGlobal => "exclusive_duration_global_timeline",
     };
     let breakdown_rows = a.rows(breakdown_query, &[]).await?;
-    let mut time_breakdown = Map::new();
+    let mut time_breakdown = TimeBreakdown { duration_basis: basis.into(), ..TimeBreakdown::default() };
     for r in &breakdown_rows {
-        let cat = r.get("category").and_then(Value::as_str).unwrap_or("other").to_string();
-        time_breakdown.insert(cat, json!({"total_duration": f(r, "total_ns") / 1000.0, "share_of_total": f(r, "share_of_total")}));
+        let category = r.get("category").and_then(Value::as_str).unwrap_or("other");
+        if let Some(c) = time_breakdown.category_mut(category) {
+            *c = CategoryTime { total_duration: f(r, "total_ns") / 1000.0, share_of_total: f(r, "share_of_total") };
+        }
     }
     // Per track: the sum over categories; global: the window, which the categories tile.
-    let breakdown_total = breakdown_rows.iter().map(|r| f(r, "total_ns")).sum::<f64>() / 1000.0;
-    time_breakdown.insert("duration_basis".into(), json!(basis));
-    time_breakdown.insert("total_duration".into(), json!(breakdown_total));
+    time_breakdown.total_duration = breakdown_rows.iter().map(|r| f(r, "total_ns")).sum::<f64>() / 1000.0;
 
     // Ops.
     let hot = a.rows("hot_ops", &[("top_k", n.to_string())]).await?;
-    let hot_ops: Vec<Value> = hot
+    let hot_ops = hot
         .iter()
         .map(|r| {
             let sig = r.get("shape").and_then(Value::as_str).and_then(shape_signature);
             let family = r.get("hlo_op").and_then(Value::as_str).and_then(proxy_family_of_name);
             let proxy = sig.as_deref().and_then(|s| flop_proxy(family, s));
-            json!({
-                "name": text(r, "hlo_op"), "canonical_name": text(r, "canonical_name"), "category": text(r, "category"),
-                "count": text(r, "count"), "total_duration": us(r, "total_ns"), "exclusive_duration": us(r, "self_ns"),
-                "avg_duration": us(r, "avg_ns"), "shape_signature": sig, "source_file": text(r, "source"),
-                "tf_op_path": text(r, "scope_path"), "flop_proxy_per_invocation": proxy,
-            })
+            HotOp {
+                name: text(r, "hlo_op"),
+                canonical_name: text(r, "canonical_name"),
+                category: text(r, "category"),
+                count: count(r, "count"),
+                total_duration: us(r, "total_ns"),
+                exclusive_duration: us(r, "self_ns"),
+                avg_duration: us(r, "avg_ns"),
+                shape_signature: sig,
+                source_file: text(r, "source"),
+                tf_op_path: text(r, "scope_path"),
+                flop_proxy_per_invocation: proxy,
+            }
         })
         .collect();
     let families = a.rows("semantic_families", &[("top_k", n.max(50).to_string())]).await?;
-    let semantic_families: Vec<Value> = families
+    let semantic_families = families
         .iter()
         .map(|r| {
             let work = r.get("flop_proxy_total").and_then(Value::as_f64).filter(|w| *w > 0.0);
-            let time_per_work = work.map(|w| f(r, "self_ns") / 1000.0 / w);
-            json!({
-                "family": text(r, "family"), "count": text(r, "count"), "total_duration": us(r, "total_ns"),
-                "exclusive_duration": us(r, "self_ns"), "share_of_total": f(r, "share_of_total"), "avg_duration": us(r, "avg_ns"),
-                "avg_exclusive_duration": us(r, "avg_self_ns"), "example_op": text(r, "example_op"),
-                "dominant_shape_signature": r.get("dominant_shape").and_then(Value::as_str).and_then(shape_signature),
-                "flop_proxy_total": work, "time_per_flop_proxy": time_per_work,
-            })
+            SemanticFamily {
+                family: text(r, "family"),
+                count: count(r, "count"),
+                total_duration: us(r, "total_ns"),
+                exclusive_duration: us(r, "self_ns"),
+                share_of_total: f(r, "share_of_total"),
+                avg_duration: us(r, "avg_ns"),
+                avg_exclusive_duration: us(r, "avg_self_ns"),
+                example_op: text(r, "example_op"),
+                dominant_shape_signature: r.get("dominant_shape").and_then(Value::as_str).and_then(shape_signature),
+                flop_proxy_total: work,
+                time_per_flop_proxy: work.map(|w| f(r, "self_ns") / 1000.0 / w),
+            }
         })
         .collect();
     let collectives = a.rows("collectives_by_kind", &[]).await?;
-    let communication_ops: Vec<Value> = collectives
+    let communication_ops = collectives
         .iter()
-        .map(|r| json!({"collective": text(r, "kind"), "count": text(r, "count"), "total_duration": us(r, "total_ns"), "avg_duration": us(r, "avg_ns")}))
+        .map(|r| CommunicationOp { collective: text(r, "kind"), count: count(r, "count"), total_duration: us(r, "total_ns"), avg_duration: us(r, "avg_ns") })
         .collect();
-    let profq_collectives: Vec<Value> = collectives
+    let profq_collectives = collectives
         .iter()
-        .map(|r| {
-            json!({"collective": text(r, "kind"), "count": text(r, "count"), "total_duration": us(r, "total_ns"),
-                   "exposed_duration": us(r, "exposed_ns"), "overlapped_duration": us(r, "overlapped_ns"),
-                   "exposed_share": f(r, "exposed_share"), "bytes": text(r, "bytes"), "gbytes_per_s": text(r, "gbytes_per_s"),
-                   "top_op": text(r, "top_op")})
+        .map(|r| Collective {
+            collective: text(r, "kind"),
+            count: count(r, "count"),
+            total_duration: us(r, "total_ns"),
+            exposed_duration: us(r, "exposed_ns"),
+            overlapped_duration: us(r, "overlapped_ns"),
+            exposed_share: f(r, "exposed_share"),
+            bytes: count(r, "bytes"),
+            gbytes_per_s: number(r, "gbytes_per_s"),
+            top_op: text(r, "top_op"),
         })
         .collect();
 
     // Gaps and regions.
     let gaps = a.rows("pre_op_gaps", std::slice::from_ref(&long_limit)).await?;
-    let gap_before_ops: Vec<Value> = gaps
+    let gap_before_ops = gaps
         .iter()
-        .map(|r| {
-            json!({"name": text(r, "payload_op"), "payload_op": text(r, "payload_op"), "marker_op": text(r, "marker_op"),
-                   "count": text(r, "count"), "total_gap_duration": us(r, "total_gap_ns"), "max_gap_duration": us(r, "max_gap_ns"),
-                   "avg_gap_duration": us(r, "avg_gap_ns")})
+        .map(|r| GapBeforeOp {
+            name: text(r, "payload_op"),
+            payload_op: text(r, "payload_op"),
+            marker_op: text(r, "marker_op"),
+            count: count(r, "count"),
+            total_gap_duration: us(r, "total_gap_ns"),
+            max_gap_duration: us(r, "max_gap_ns"),
+            avg_gap_duration: us(r, "avg_gap_ns"),
         })
         .collect();
-    let arrow_path = |r: &Row, k: &str| json!(r.get(k).and_then(Value::as_str).unwrap_or("").replace('/', "=>"));
+    let arrow_path = |r: &Row, k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").replace('/', "=>");
     let contexts = a.rows("gap_contexts", std::slice::from_ref(&long_limit)).await?;
-    let gap_region_contexts: Vec<Value> = contexts
+    let gap_region_contexts = contexts
         .iter()
-        .map(|r| {
-            json!({"op_name": text(r, "op_name"), "region_path": arrow_path(r, "region_path"), "count": text(r, "count"),
-                   "total_gap_duration": us(r, "total_gap_ns"), "avg_gap_duration": us(r, "avg_gap_ns")})
+        .map(|r| GapRegionContext {
+            op_name: text(r, "op_name"),
+            region_path: arrow_path(r, "region_path"),
+            count: count(r, "count"),
+            total_gap_duration: us(r, "total_gap_ns"),
+            avg_gap_duration: us(r, "avg_gap_ns"),
         })
         .collect();
     let regions = a.rows("hierarchical_regions", std::slice::from_ref(&long_limit)).await?;
-    let hierarchical_regions: Vec<Value> = regions
+    let hierarchical_regions = regions
         .iter()
-        .map(|r| {
-            json!({"path": arrow_path(r, "path"), "depth": text(r, "depth"), "count": text(r, "op_count"),
-                   "inclusive_duration": us(r, "inclusive_ns"), "exclusive_duration": us(r, "exclusive_ns")})
+        .map(|r| Region {
+            path: arrow_path(r, "path"),
+            depth: count(r, "depth"),
+            count: count(r, "op_count"),
+            inclusive_duration: us(r, "inclusive_ns"),
+            exclusive_duration: us(r, "exclusive_ns"),
         })
         .collect();
     let by_pass = a.rows("regions", std::slice::from_ref(&long_limit)).await?;
-    let profq_regions_by_pass: Vec<Value> = by_pass
+    let profq_regions_by_pass = by_pass
         .iter()
-        .map(|r| {
-            json!({"pass": text(r, "pass"), "path": arrow_path(r, "path"), "depth": text(r, "depth"), "count": text(r, "op_count"),
-                   "inclusive_duration": us(r, "inclusive_ns"), "exclusive_duration": us(r, "exclusive_ns"),
-                   "inclusive_share": f(r, "inclusive_share")})
+        .map(|r| PassRegion {
+            pass: text(r, "pass"),
+            path: arrow_path(r, "path"),
+            depth: count(r, "depth"),
+            count: count(r, "op_count"),
+            inclusive_duration: us(r, "inclusive_ns"),
+            exclusive_duration: us(r, "exclusive_ns"),
+            inclusive_share: f(r, "inclusive_share"),
         })
         .collect();
 
     // profq analyses.
     let skew = a.rows("step_skew", std::slice::from_ref(&warmup)).await?;
-    let profq_per_device: Vec<Value> = skew
+    let profq_per_device = skew
         .iter()
-        .map(|r| {
-            json!({"host": text(r, "host"), "device": text(r, "device"), "steps": text(r, "steps"),
-                   "avg_active_duration": us(r, "avg_active_ns"), "avg_lag_duration": us(r, "avg_lag_ns"),
-                   "max_lag_duration": us(r, "max_lag_ns"), "times_slowest": text(r, "times_slowest")})
+        .map(|r| PerDevice {
+            host: text(r, "host"),
+            device: text(r, "device"),
+            steps: count(r, "steps"),
+            avg_active_duration: us(r, "avg_active_ns"),
+            avg_lag_duration: us(r, "avg_lag_ns"),
+            max_lag_duration: us(r, "max_lag_ns"),
+            times_slowest: count(r, "times_slowest"),
         })
         .collect();
     let hosts = a.rows("per_host", std::slice::from_ref(&warmup)).await?;
-    let profq_per_host: Vec<Value> = hosts
+    let profq_per_host = hosts
         .iter()
-        .map(|r| {
-            json!({"host": text(r, "host"), "steady_steps": text(r, "steady_steps"), "median_step_duration": us(r, "median_step_ns"),
-                   "busy_share": text(r, "busy_share"), "ops": text(r, "ops"), "op_exclusive_duration": us(r, "op_self_ns"),
-                   "devices": text(r, "devices")})
+        .map(|r| PerHost {
+            host: text(r, "host"),
+            steady_steps: count(r, "steady_steps"),
+            median_step_duration: us(r, "median_step_ns"),
+            busy_share: number(r, "busy_share"),
+            ops: count(r, "ops"),
+            op_exclusive_duration: us(r, "op_self_ns"),
+            devices: count(r, "devices"),
         })
         .collect();
     let recompiles = a.rows("recompilation", &[]).await?;
     let churn = a.rows("shape_churn", &[]).await?;
-    let profq_recompilation = json!({
-        "steps_with_compilation": recompiles.iter().filter(|r| !r.get("step").is_some_and(Value::is_null)).map(|r| json!({
-            "step": text(r, "step"), "compile_duration": us(r, "compile_ns"), "compile_share_of_step": text(r, "compile_share"),
-            "compile_events": text(r, "compile_events"), "example": text(r, "example")})).collect::<Vec<_>>(),
-        "compile_outside_steps": recompiles.iter().find(|r| r.get("step").is_some_and(Value::is_null)).map(|r| us(r, "compile_ns")),
-        "modules_with_several_programs": churn.iter().map(|r| json!({"hlo_module": text(r, "hlo_module"), "programs": text(r, "programs"),
-            "first_steps": text(r, "first_steps")})).collect::<Vec<_>>(),
-    });
+    let outside_steps = |r: &&Row| r.get("step").is_some_and(Value::is_null);
+    let profq_recompilation = Recompilation {
+        steps_with_compilation: recompiles
+            .iter()
+            .filter(|r| !outside_steps(r))
+            .map(|r| StepCompilation {
+                step: count(r, "step"),
+                compile_duration: us(r, "compile_ns"),
+                compile_share_of_step: number(r, "compile_share"),
+                compile_events: count(r, "compile_events"),
+                example: text(r, "example"),
+            })
+            .collect(),
+        compile_outside_steps: recompiles.iter().find(outside_steps).and_then(|r| us(r, "compile_ns")),
+        modules_with_several_programs: churn
+            .iter()
+            .map(|r| ModulePrograms { hlo_module: text(r, "hlo_module"), programs: count(r, "programs"), first_steps: text(r, "first_steps") })
+            .collect(),
+    };
     let transfers = a.rows("transfers", &[]).await?;
-    let profq_transfers: Vec<Value> = transfers
+    let profq_transfers = transfers
         .iter()
-        .map(|r| {
-            json!({"direction": text(r, "direction"), "on_device": text(r, "on_device"), "count": text(r, "count"),
-                        "total_duration": us(r, "total_ns"), "bytes": text(r, "bytes"), "example": text(r, "example")})
+        .map(|r| Transfer {
+            direction: text(r, "direction"),
+            on_device: r.get("on_device").and_then(Value::as_bool),
+            count: count(r, "count"),
+            total_duration: us(r, "total_ns"),
+            bytes: count(r, "bytes"),
+            example: text(r, "example"),
         })
         .collect();
     let tiny = a.rows("tiny_kernels", std::slice::from_ref(&warmup)).await?;
-    let launch_bound = tiny.iter().filter(|r| r.get("launch_bound").and_then(Value::as_bool) == Some(true)).count();
-    let profq_tiny_kernels = json!({
-        "tiny_threshold_us": 10,
-        "steady_steps": tiny.len(),
-        "launch_bound_steps": launch_bound,
-        "avg_ops_per_step": mean(tiny.iter().map(|r| f(r, "op_count"))),
-        "avg_tiny_share": mean(tiny.iter().map(|r| f(r, "tiny_share"))),
-        "avg_busy_share": mean(tiny.iter().map(|r| f(r, "busy_share"))),
-    });
+    let profq_tiny_kernels = TinyKernels {
+        tiny_threshold_us: 10,
+        steady_steps: tiny.len() as i64,
+        launch_bound_steps: tiny.iter().filter(|r| r.get("launch_bound").and_then(Value::as_bool) == Some(true)).count() as i64,
+        avg_ops_per_step: mean(tiny.iter().map(|r| f(r, "op_count"))),
+        avg_tiny_share: mean(tiny.iter().map(|r| f(r, "tiny_share"))),
+        avg_busy_share: mean(tiny.iter().map(|r| f(r, "busy_share"))),
+    };
     let idle = a.rows("device_idle", std::slice::from_ref(&warmup)).await?;
-    let profq_device_idle = json!({
-        "steady_steps": idle.len(),
-        "avg_idle_share": mean(idle.iter().map(|r| f(r, "idle_share"))),
-        "max_idle_share": idle.iter().map(|r| f(r, "idle_share")).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
-        "total_idle_duration": idle.iter().map(|r| f(r, "idle_ns")).sum::<f64>() / 1000.0,
-    });
+    let profq_device_idle = DeviceIdle {
+        steady_steps: idle.len() as i64,
+        avg_idle_share: mean(idle.iter().map(|r| f(r, "idle_share"))),
+        max_idle_share: idle.iter().map(|r| f(r, "idle_share")).reduce(f64::max),
+        total_idle_duration: idle.iter().map(|r| f(r, "idle_ns")).sum::<f64>() / 1000.0,
+    };
 
     let hints = a.rows("provenance_hints", &[]).await?;
-    let hint_values = |kind: &str| hints.iter().filter(|r| r.get("kind").and_then(Value::as_str) == Some(kind)).map(|r| text(r, "value")).collect::<Vec<_>>();
+    let hint_values =
+        |kind: &str| -> Vec<String> { hints.iter().filter(|r| r.get("kind").and_then(Value::as_str) == Some(kind)).filter_map(|r| text(r, "value")).collect() };
 
     if truncated && !all_warnings.iter().any(|w| w.contains("cap")) {
         all_warnings.push(format!(
             "Trace contains exactly {} complete events; this often indicates export truncation at a collector cap.",
-            text(&overview, "num_complete_events")
+            overview.get("num_complete_events").cloned().unwrap_or(Value::Null)
         ));
     }
     // Reproducible: the capture's own start time, never the wall clock (epoch 0 when unknown).
     let start_epoch = run.get("start_epoch_ns").and_then(Value::as_i64).unwrap_or(0);
-    let mut doc = json!({
-        "schema_version": SCHEMA_VERSION,
-        "generated_at_utc": iso_utc(start_epoch),
-        "source_format": source_format,
-        "source_path": source_path,
-        "run_metadata": {
+    let mut doc = Summary {
+        schema_version: SCHEMA_VERSION.into(),
+        generated_at_utc: iso_utc(start_epoch),
+        source_format: source_format.into(),
+        source_path: source_path.into(),
+        run_metadata: RunMetadata {
             // A profile summarized in memory has no store run id.
-            "run_path": null, "run_id": if run_id == crate::source::INPUT_RUN_ID { Value::Null } else { json!(run_id) }, "artifact_ref": null, "artifact_name": null,
-            "hardware_type": device_kinds.first().cloned().unwrap_or_else(|| "CPU".into()),
-            "mesh_or_topology": null, "git_sha": null, "config_hash": null,
-            "num_devices": text(&overview, "num_devices"), "num_hosts": text(&overview, "num_hosts"),
+            run_id: (run_id != crate::source::INPUT_RUN_ID).then(|| run_id.to_string()),
+            hardware_type: Some(device_kinds.first().cloned().unwrap_or_else(|| "CPU".into())),
+            num_devices: count(&overview, "num_devices"),
+            num_hosts: count(&overview, "num_hosts"),
+            ..RunMetadata::default()
         },
-        "trace_overview": {
-            "display_time_unit": if source_format == "xplane_pb" { json!("us") } else { text(&run, "display_time_unit") },
-            "num_events_total": text(&overview, "num_events_total"),
-            "num_complete_events": text(&overview, "num_complete_events"),
-            "num_processes": text(&overview, "num_processes"),
-            "num_threads": text(&overview, "num_threads"),
-            "profile_start_ts": us(&overview, "profile_start_ns"),
-            "profile_end_ts": us(&overview, "profile_end_ns"),
-            "duration_basis": "exclusive_duration_per_track",
-            "suspected_truncation": truncated,
-            "quality_warnings": all_warnings,
+        trace_overview: TraceOverview {
+            display_time_unit: if source_format == "xplane_pb" { Some("us".into()) } else { text(&run, "display_time_unit") },
+            num_events_total: count(&overview, "num_events_total"),
+            num_complete_events: count(&overview, "num_complete_events"),
+            num_processes: count(&overview, "num_processes"),
+            num_threads: count(&overview, "num_threads"),
+            profile_start_ts: us(&overview, "profile_start_ns"),
+            profile_end_ts: us(&overview, "profile_end_ns"),
+            duration_basis: "exclusive_duration_per_track".into(),
+            suspected_truncation: truncated,
+            quality_warnings: all_warnings,
         },
-        "trace_provenance": {
-            "trace_sha256": text(&run, "trace_sha256"),
-            "run_ids": hint_values("run_ids"),
-            "source_file_hints": hint_values("source_file_hints"),
+        trace_provenance: TraceProvenance {
+            trace_sha256: text(&run, "trace_sha256"),
+            run_ids: hint_values("run_ids"),
+            source_file_hints: hint_values("source_file_hints"),
         },
-        "step_time": step_time,
-        "time_breakdown": Value::Object(time_breakdown),
-        "hot_ops": hot_ops,
-        "semantic_families": semantic_families,
-        "communication_ops": communication_ops,
-        "gap_before_ops": gap_before_ops,
-        "hierarchical_regions": hierarchical_regions,
-        "gap_region_contexts": gap_region_contexts,
-        "profq_version": env!("CARGO_PKG_VERSION"),
-        "profq_producer": {"jax_version": text(&run, "jax_version"), "jaxlib_version": text(&run, "jaxlib_version"), "device_kinds": device_kinds},
-        "profq_collectives": profq_collectives,
-        "profq_regions_by_pass": profq_regions_by_pass,
-        "profq_per_device": profq_per_device,
-        "profq_per_host": profq_per_host,
-        "profq_recompilation": profq_recompilation,
-        "profq_transfers": profq_transfers,
-        "profq_tiny_kernels": profq_tiny_kernels,
-        "profq_device_idle": profq_device_idle,
-    });
-    let cands = candidates::optimization_candidates(&doc);
-    doc.as_object_mut().unwrap().insert("optimization_candidates".into(), Value::Array(cands));
+        step_time,
+        time_breakdown,
+        hot_ops,
+        semantic_families,
+        communication_ops,
+        gap_before_ops,
+        hierarchical_regions,
+        gap_region_contexts,
+        optimization_candidates: Vec::new(),
+        profq_version: Some(env!("CARGO_PKG_VERSION").into()),
+        profq_producer: Some(Producer { jax_version: text(&run, "jax_version"), jaxlib_version: text(&run, "jaxlib_version"), device_kinds }),
+        profq_collectives,
+        profq_regions_by_pass,
+        profq_per_device,
+        profq_per_host,
+        profq_recompilation: Some(profq_recompilation),
+        profq_transfers,
+        profq_tiny_kernels: Some(profq_tiny_kernels),
+        profq_device_idle: Some(profq_device_idle),
+    };
+    doc.optimization_candidates = candidates::optimization_candidates(&doc);
     crate::timing::stage_done("queries and summary", &mut clock);
     Ok(doc)
 }
@@ -539,13 +602,13 @@ fn list_texts(batches: &[datafusion::arrow::record_batch::RecordBatch], column: 
 
 /// Inclusive time of the root (first `=>` component) of a hierarchical region path, the
 /// denominator of region shares; the largest root when that root is not listed (reference §3.9).
-pub fn region_root_total(regions: &[Value], path: &str) -> f64 {
+pub fn region_root_total(regions: &[Region], path: &str) -> f64 {
     let root = path.split("=>").next().unwrap_or(path);
     regions
         .iter()
-        .find(|r| r["path"] == root)
-        .and_then(|r| r["inclusive_duration"].as_f64())
-        .or_else(|| regions.iter().filter(|r| r["depth"] == 1).filter_map(|r| r["inclusive_duration"].as_f64()).reduce(f64::max))
+        .find(|r| r.path == root)
+        .and_then(|r| r.inclusive_duration)
+        .or_else(|| regions.iter().filter(|r| r.depth == Some(1)).filter_map(|r| r.inclusive_duration).reduce(f64::max))
         .unwrap_or(0.0)
 }
 

@@ -2,8 +2,10 @@
 //!
 //! Questions are matched on whole words (so "stop" never reads as "top" and "copy" never
 //! as "op"), in a fixed order; the first intent whose words all appear wins. Answers come
-//! from a `profile_summary.v1` document (computed, or read with `--summary`).
+//! from a `profile_summary.v1` document (computed, or read with `--summary`), or, where a
+//! summary does not hold the analysis, from rows ([`rows_answer`]; `super::ask` chooses).
 
+use super::doc::{GapBeforeOp, GapRegionContext, Summary};
 use serde_json::{json, Map, Value};
 
 /// One intent: its query_type, the word groups that must all match (any word of a group),
@@ -214,31 +216,38 @@ fn op_token(question: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn take(v: &Value, k: usize) -> Value {
-    Value::Array(v.as_array().map(|a| a.iter().take(k).cloned().collect()).unwrap_or_default())
+/// The first `k` entries of a list, as JSON.
+fn take<T: serde::Serialize>(items: &[T], k: usize) -> Value {
+    json_of(&items[..k.min(items.len())])
 }
 
-fn matches_name(entry: &Value, keys: &[&str], target: &str, exact: bool) -> bool {
+fn json_of<T: serde::Serialize + ?Sized>(value: &T) -> Value {
+    serde_json::to_value(value).expect("summary parts serialize")
+}
+
+/// The entries one of whose `names` is `target` (case-insensitive), else those one of whose
+/// names contains it.
+fn find_entries<'a, T>(items: &'a [T], names: fn(&T) -> Vec<Option<&str>>, target: &str) -> Vec<&'a T> {
     let t = target.to_lowercase();
-    keys.iter().any(|k| {
-        entry[*k].as_str().is_some_and(|n| {
-            let n = n.to_lowercase();
-            if exact {
-                n == t
-            } else {
-                n.contains(&t)
-            }
-        })
-    })
+    let matching = |exact: bool| -> Vec<&'a T> {
+        let hit = |n: &str| if exact { n.to_lowercase() == t } else { n.to_lowercase().contains(&t) };
+        items.iter().filter(|e| names(e).into_iter().flatten().any(hit)).collect()
+    };
+    let exact = matching(true);
+    if exact.is_empty() {
+        matching(false)
+    } else {
+        exact
+    }
 }
 
-fn find_entries(list: &Value, keys: &[&str], target: &str) -> Vec<Value> {
-    let all = list.as_array().cloned().unwrap_or_default();
-    let exact: Vec<Value> = all.iter().filter(|e| matches_name(e, keys, target, true)).cloned().collect();
-    if !exact.is_empty() {
-        return exact;
-    }
-    all.into_iter().filter(|e| matches_name(e, keys, target, false)).collect()
+/// The names a question's target may match: a gap's payload (listed as `name` too) and marker.
+fn gap_names(g: &GapBeforeOp) -> Vec<Option<&str>> {
+    vec![g.name.as_deref(), g.payload_op.as_deref(), g.marker_op.as_deref()]
+}
+
+fn context_names(c: &GapRegionContext) -> Vec<Option<&str>> {
+    vec![c.op_name.as_deref()]
 }
 
 /// Every question profq answers, for an unrecognised one.
@@ -339,7 +348,7 @@ fn bound_answer(question: &str, roofline: &[Map<String, Value>], top_k: usize) -
 }
 
 /// Answers a question from a summary. None when no intent matches.
-pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
+pub fn answer(summary: &Summary, question: &str, top_k: usize) -> Value {
     let Some(intent) = route(question) else {
         return json!({
             "query_type": "unrecognized",
@@ -351,63 +360,64 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
     let s = summary;
     let k = top_k;
     let mut out = answer_head(intent.query_type, question);
-    let share = |cat: &str| s["time_breakdown"][cat]["share_of_total"].as_f64().unwrap_or(0.0);
+    let share = |cat: &str| s.time_breakdown.category(cat).map_or(0.0, |c| c.share_of_total);
     match intent.query_type {
         "top_ops" => {
             // "top 3 ops" asks for 3, whatever --top-k says.
             let w = words(question);
             let asked = w.windows(2).find(|p| p[0] == "top").and_then(|p| p[1].parse::<usize>().ok());
-            out.insert("results".into(), take(&s["hot_ops"], asked.unwrap_or(k)));
+            out.insert("results".into(), take(&s.hot_ops, asked.unwrap_or(k)));
         }
         "compute_vs_communication" => {
             let (comm, comp) = (share("communication"), share("compute"));
             out.insert("dominant".into(), json!(if comm > comp { "communication" } else { "compute" }));
             out.insert("compute_share".into(), json!(comp));
             out.insert("communication_share".into(), json!(comm));
-            out.insert("communication_breakdown".into(), take(&s["communication_ops"], k));
-            out.insert("worst_collective".into(), s["communication_ops"].get(0).cloned().unwrap_or(Value::Null));
-            out.insert("overlap".into(), take(&s["profq_collectives"], k));
+            out.insert("communication_breakdown".into(), take(&s.communication_ops, k));
+            out.insert("worst_collective".into(), json_of(&s.communication_ops.first()));
+            out.insert("overlap".into(), take(&s.profq_collectives, k));
         }
         "collective_breakdown" => {
-            out.insert("results".into(), take(&s["communication_ops"], k));
-            out.insert("overlap".into(), take(&s["profq_collectives"], k));
+            out.insert("results".into(), take(&s.communication_ops, k));
+            out.insert("overlap".into(), take(&s.profq_collectives, k));
         }
         "pre_op_gap" => {
             let target = target_after(question, "before");
-            out.insert("top_gaps".into(), take(&s["gap_before_ops"], k));
+            out.insert("top_gaps".into(), take(&s.gap_before_ops, k));
             if let Some(t) = &target {
-                let m = find_entries(&s["gap_before_ops"], &["name", "payload_op", "marker_op"], t);
-                out.insert("match".into(), m.first().cloned().unwrap_or(Value::Null));
-                let op = m.first().and_then(|e| e["payload_op"].as_str()).unwrap_or(t.as_str()).to_string();
-                out.insert("context".into(), Value::Array(find_entries(&s["gap_region_contexts"], &["op_name"], &op).into_iter().take(k).collect()));
+                let m = find_entries(&s.gap_before_ops, gap_names, t);
+                out.insert("match".into(), json_of(&m.first()));
+                let op = m.first().and_then(|e| e.payload_op.clone()).unwrap_or_else(|| t.clone());
+                let context: Vec<_> = find_entries(&s.gap_region_contexts, context_names, &op).into_iter().take(k).collect();
+                out.insert("context".into(), json_of(&context));
             }
             out.insert("target".into(), json!(target));
         }
         "gap_region_context" => {
             let target = ["for", "of", "op"].iter().find_map(|w| target_after(question, w)).or_else(|| op_token(question));
-            let results = match &target {
-                Some(t) => find_entries(&s["gap_region_contexts"], &["op_name"], t).into_iter().take(k).collect(),
-                None => take(&s["gap_region_contexts"], k).as_array().cloned().unwrap_or_default(),
+            let results: Vec<&GapRegionContext> = match &target {
+                Some(t) => find_entries(&s.gap_region_contexts, context_names, t).into_iter().take(k).collect(),
+                None => s.gap_region_contexts.iter().take(k).collect(),
             };
             out.insert("target".into(), json!(target));
-            out.insert("results".into(), Value::Array(results));
+            out.insert("results".into(), json_of(&results));
         }
         "hierarchical_regions" => {
-            let regions = s["hierarchical_regions"].as_array().cloned().unwrap_or_default();
+            let regions = &s.hierarchical_regions;
             let results: Vec<Value> = regions
                 .iter()
                 .take(k)
                 .map(|r| {
-                    let mut e = r.clone();
-                    let total = super::region_root_total(&regions, r["path"].as_str().unwrap_or(""));
-                    let sh = |key: &str| if total > 0.0 { r[key].as_f64().unwrap_or(0.0) / total } else { 0.0 };
-                    e["inclusive_share_of_total"] = json!(sh("inclusive_duration"));
-                    e["exclusive_share_of_total"] = json!(sh("exclusive_duration"));
+                    let mut e = json_of(r);
+                    let total = super::region_root_total(regions, &r.path);
+                    let sh = |d: Option<f64>| if total > 0.0 { d.unwrap_or(0.0) / total } else { 0.0 };
+                    e["inclusive_share_of_total"] = json!(sh(r.inclusive_duration));
+                    e["exclusive_share_of_total"] = json!(sh(r.exclusive_duration));
                     e
                 })
                 .collect();
             out.insert("results".into(), Value::Array(results));
-            out.insert("by_pass".into(), take(&s["profq_regions_by_pass"], k));
+            out.insert("by_pass".into(), take(&s.profq_regions_by_pass, k));
         }
         "bound_analysis" => {
             out.insert("result".into(), json!("unsupported_from_trace_only"));
@@ -424,36 +434,36 @@ pub fn answer(summary: &Value, question: &str, top_k: usize) -> Value {
             out.insert("hint".into(), json!("Use `profq compare --before X --after Y` to compare two runs, profiles or summaries."));
         }
         "recompilation" => {
-            out.insert("results".into(), s["profq_recompilation"].clone());
+            out.insert("results".into(), json_of(&s.profq_recompilation));
         }
         "transfers" => {
-            out.insert("results".into(), take(&s["profq_transfers"], k));
+            out.insert("results".into(), take(&s.profq_transfers, k));
         }
         "tiny_kernels" => {
-            out.insert("results".into(), s["profq_tiny_kernels"].clone());
+            out.insert("results".into(), json_of(&s.profq_tiny_kernels));
         }
         "stragglers" => {
-            out.insert("results".into(), take(&s["profq_per_device"], k));
+            out.insert("results".into(), take(&s.profq_per_device, k));
         }
         "step_jitter" => {
-            let st = &s["step_time"]["steady_state_steps"];
-            let ratio = match (st["p90"].as_f64(), st["median"].as_f64()) {
+            let st = &s.step_time.steady_state_steps;
+            let ratio = match (st.p90, st.median) {
                 (Some(p), Some(m)) if m > 0.0 => json!(p / m),
                 _ => Value::Null,
             };
             out.insert("p90_over_median".into(), ratio);
-            out.insert("steady_state_steps".into(), st.clone());
-            out.insert("classes".into(), s["step_time"]["classes"].clone());
+            out.insert("steady_state_steps".into(), json_of(st));
+            out.insert("classes".into(), json_of(&s.step_time.classes));
         }
         "device_idle" => {
-            out.insert("results".into(), s["profq_device_idle"].clone());
-            out.insert("top_gaps".into(), take(&s["gap_before_ops"], k));
+            out.insert("results".into(), json_of(&s.profq_device_idle));
+            out.insert("top_gaps".into(), take(&s.gap_before_ops, k));
         }
         "step_time" => {
-            out.insert("results".into(), s["step_time"].clone());
+            out.insert("results".into(), json_of(&s.step_time));
         }
         _ => {
-            out.insert("results".into(), s["optimization_candidates"].clone());
+            out.insert("results".into(), json_of(&s.optimization_candidates));
         }
     }
     Value::Object(out)
@@ -488,7 +498,7 @@ mod tests {
         assert_eq!(qt("is it memory-bound?"), "bound_analysis");
         assert_eq!(qt("how much HBM is used at peak?"), "memory_profile");
         assert_eq!(qt("will it OOM?"), "memory_profile");
-        let summary = serde_json::json!({"hot_ops": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}]});
+        let summary: Summary = serde_json::from_value(json!({"hot_ops": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}]})).unwrap();
         assert_eq!(answer(&summary, "What are the top 3 ops?", 10)["results"].as_array().unwrap().len(), 3);
         assert_eq!(answer(&summary, "What are the top ops?", 2)["results"].as_array().unwrap().len(), 2);
     }

@@ -1,7 +1,7 @@
 //! Step statistics and step classes (reference §3.11), the parts SQL cannot express:
 //! numpy-style quantiles over a list and the 2-means clustering on log step time.
 
-use serde_json::{json, Value};
+use super::doc::{DurationStats, StepClass};
 
 /// numpy's default (linear) quantile: position (n-1)·q between sorted values.
 pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -15,17 +15,14 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 }
 
 /// DurationStats: count, mean, median, p90, min, max (null when empty).
-pub fn duration_stats(values: &[f64]) -> Value {
+pub fn duration_stats(values: &[f64]) -> DurationStats {
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() {
-        return json!({"count": 0, "mean": null, "median": null, "p90": null, "min": null, "max": null});
+        return DurationStats::default();
     }
     let mean = v.iter().sum::<f64>() / v.len() as f64;
-    json!({
-        "count": v.len(), "mean": mean, "median": quantile(&v, 0.5), "p90": quantile(&v, 0.9),
-        "min": v[0], "max": v[v.len() - 1],
-    })
+    DurationStats { count: v.len() as i64, mean: Some(mean), median: quantile(&v, 0.5), p90: quantile(&v, 0.9), min: Some(v[0]), max: Some(v[v.len() - 1]) }
 }
 
 /// The step whose duration is closest to the median (ties: lower step number).
@@ -36,26 +33,26 @@ fn representative(steps: &[(i64, f64)]) -> Option<(i64, f64)> {
     steps.iter().copied().min_by(|a, b| (a.1 - median).abs().total_cmp(&(b.1 - median).abs()).then(a.0.cmp(&b.0)))
 }
 
-fn class(name: &str, members: &[(i64, f64)], steady: usize, periodicity: Option<i64>) -> Value {
+fn class(name: &str, members: &[(i64, f64)], steady: usize, periodicity: Option<i64>) -> StepClass {
     let durations: Vec<f64> = members.iter().map(|s| s.1).collect();
     let rep = representative(members);
-    json!({
-        "name": name,
-        "count": members.len(),
-        "fraction_of_steady": members.len() as f64 / steady as f64,
-        "duration_stats": duration_stats(&durations),
-        "representative_step": rep.map(|r| r.0),
-        "representative_duration": rep.map(|r| r.1),
-        "periodicity": periodicity,
-    })
+    StepClass {
+        name: name.to_string(),
+        count: members.len() as i64,
+        fraction_of_steady: members.len() as f64 / steady as f64,
+        duration_stats: duration_stats(&durations),
+        representative_step: rep.map(|r| r.0),
+        representative_duration: rep.map(|r| r.1),
+        periodicity,
+    }
 }
 
 /// Light/heavy classes of steady steps (step number, duration), or one `typical` class.
-pub fn step_classes(steady: &[(i64, f64)]) -> Value {
+pub fn step_classes(steady: &[(i64, f64)]) -> Vec<StepClass> {
     if steady.is_empty() {
-        return json!([]);
+        return Vec::new();
     }
-    let typical = || json!([class("typical", steady, steady.len(), None)]);
+    let typical = || vec![class("typical", steady, steady.len(), None)];
     if steady.len() < 6 {
         return typical();
     }
@@ -97,7 +94,7 @@ pub fn step_classes(steady: &[(i64, f64)]) -> Value {
     if med(&heavy) < 1.5 * med(&light) {
         return typical();
     }
-    json!([class("light", &light, steady.len(), None), class("heavy", &heavy, steady.len(), periodicity(&heavy))])
+    vec![class("light", &light, steady.len(), None), class("heavy", &heavy, steady.len(), periodicity(&heavy))]
 }
 
 /// The most common spacing (> 1) between heavy steps, when it occurs at least twice.
@@ -124,19 +121,15 @@ mod tests {
     fn reference_step_stats() {
         // Steps 2..5 of the reference trace: 120, 130, 140, 150.
         let s = duration_stats(&[120.0, 130.0, 140.0, 150.0]);
-        assert_eq!(s["median"], 135.0);
-        assert_eq!(s["p90"], 147.0);
+        assert_eq!((s.median, s.p90), (Some(135.0), Some(147.0)));
         let c = step_classes(&[(2, 120.0), (3, 130.0), (4, 140.0), (5, 150.0)]);
-        assert_eq!(c[0]["name"], "typical");
-        assert_eq!(c[0]["representative_step"], 3);
+        assert_eq!((c[0].name.as_str(), c[0].representative_step), ("typical", Some(3)));
     }
 
     #[test]
     fn heavy_steps_every_third() {
         let steps: Vec<(i64, f64)> = (0..12).map(|i| (i, if i % 3 == 2 { 300.0 } else { 100.0 + i as f64 })).collect();
         let c = step_classes(&steps);
-        assert_eq!(c[1]["name"], "heavy");
-        assert_eq!(c[1]["count"], 4);
-        assert_eq!(c[1]["periodicity"], 3);
+        assert_eq!((c[1].name.as_str(), c[1].count, c[1].periodicity), ("heavy", 4, Some(3)));
     }
 }
