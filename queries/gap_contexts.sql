@@ -35,7 +35,7 @@ grouped AS (
 labelled AS (
   SELECT op_name, n, gap_ns,
          CASE
-           WHEN starts_with(lower(regexp_replace(op_name, '^%', '')), 'copy') THEN
+           WHEN starts_with(lower(canonical_name(op_name)), 'copy') THEN
              CASE WHEN path IS NULL OR path = '' OR path = 'copy' THEN 'copy'
                   WHEN starts_with(path, 'copy(') THEN path
                   ELSE 'copy(' || array_to_string(array_slice(string_to_array(path, '/'), 1, 4), '/') || ')' END
