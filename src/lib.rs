@@ -8,9 +8,10 @@
 //! * [`engine`]: DataFusion over the store, read-only SQL;
 //! * [`summary`]: named queries → the `profile_summary.v1` document;
 //! * [`compare`]: two runs → comparison, regression record and history;
-//! * [`render`]: record batches → table / CSV / JSON text;
+//! * [`render`]: every output format (tables, CSV, JSON text, markdown reports);
 //! * [`ingest`]: the orchestration of decode → tables → store for one input;
 //! * [`source`]: a run to analyse, from a store or decoded in memory;
+//! * [`intervals`]: interval unions, shared by the derivation and the SQL aggregate;
 //! * [`process`]: how the process treats memory and its exit (the binary's tuning);
 //! * [`error`]: the error every command ends with, and its kind (one exit code each).
 //!
