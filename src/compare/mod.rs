@@ -17,9 +17,8 @@ use std::path::Path;
 
 /// One side of a comparison.
 pub enum Side {
-    /// A profile_summary.v1 document: only the reference's summary-level comparison. `raw`
-    /// is the file as read, which a bundle writes back unchanged.
-    Summary { doc: Box<Summary>, raw: Value },
+    /// A profile_summary.v1 document: only the reference's summary-level comparison.
+    Summary(Box<SideSummary>),
     /// Full tables of a run (a store run, or an INPUT decoded in memory).
     Tables { tables: RunTables, source_path: String, run_id: Option<String> },
 }
@@ -32,7 +31,7 @@ fn is_summary_file(p: &Path) -> Option<Value> {
     }
     let text = std::fs::read_to_string(p).ok()?;
     let doc: Value = serde_json::from_str(&text).ok()?;
-    (doc["schema_version"] == summary::SCHEMA_VERSION).then_some(doc)
+    Summary::is_summary(&doc).then_some(doc)
 }
 
 /// Resolves X: an existing summary file, an existing profile path, else a run id in `store`.
@@ -41,12 +40,12 @@ fn is_summary_file(p: &Path) -> Option<Value> {
 pub async fn load_side(spec: &str, store: &Path, read: &ColumnsRead) -> Result<Side, SourceError> {
     let path = Path::new(spec);
     if path.exists() {
-        if let Some(raw) = is_summary_file(path) {
-            let doc: Summary = serde_json::from_value(raw.clone()).map_err(|e| {
+        if let Some(json) = is_summary_file(path) {
+            let doc = Summary::from_json(&json).map_err(|e| {
                 let what = format!("not a {} summary: {e}", summary::SCHEMA_VERSION);
                 SourceError::Ingest(crate::ingest::IngestError::Input(crate::decode::InputError { path: path.to_path_buf(), what }))
             })?;
-            return Ok(Side::Summary { doc: Box::new(doc), raw });
+            return Ok(Side::Summary(Box::new(SideSummary { doc, json })));
         }
         let tables = crate::ingest::load_tables_telling(path, "side", &[], read.clone(), Default::default()).map_err(SourceError::Ingest)?;
         return Ok(Side::Tables { tables, source_path: spec.to_string(), run_id: None });
@@ -398,7 +397,7 @@ pub async fn compare_with_summaries(
 
 async fn side_summary(side: Side, opts: &CompareOptions) -> Result<SideSummary, QueryError> {
     match side {
-        Side::Summary { doc, raw } => Ok(SideSummary { doc: *doc, json: raw }),
+        Side::Summary(given) => Ok(*given),
         Side::Tables { tables, source_path, run_id } => {
             let engine = Engine::from_tables(&tables, "side", Spread::Narrow)?;
             let mut doc = summary::summarize(&engine, "side", &source_path, &opts.summary).await?;

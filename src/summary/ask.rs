@@ -79,10 +79,10 @@ pub async fn summary_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Sum
 pub fn read_summary_file(file: &Path) -> Result<Summary, Error> {
     let text = std::fs::read_to_string(file).map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| Error::input(format!("{}: not JSON: {e}", file.display())))?;
-    if doc["schema_version"] != SCHEMA_VERSION {
+    if !Summary::is_summary(&doc) {
         return Err(Error::input(format!("{}: not a {SCHEMA_VERSION} summary (schema_version {})", file.display(), doc["schema_version"])));
     }
-    serde_json::from_value(doc).map_err(|e| Error::input(format!("{}: not a {SCHEMA_VERSION} summary: {e}", file.display())))
+    Summary::from_json(&doc).map_err(|e| Error::input(format!("{}: not a {SCHEMA_VERSION} summary: {e}", file.display())))
 }
 
 /// The summary of a source and its run id; an INPUT's statements are planned while it decodes.

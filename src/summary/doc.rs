@@ -9,6 +9,7 @@
 //! as empty lists or `None` (null), as they were in the file.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// A number of µs, or of events, that a query may leave null.
 pub type Micros = Option<f64>;
@@ -48,8 +49,18 @@ pub struct Summary {
 
 impl Summary {
     /// The document as JSON (keys sorted).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("a summary serializes")
+    }
+
+    /// Whether a JSON document says it is a profile_summary.v1 (its `schema_version`).
+    pub fn is_summary(json: &Value) -> bool {
+        json["schema_version"] == super::SCHEMA_VERSION
+    }
+
+    /// The document a profile_summary.v1 JSON holds (read in place, not copied).
+    pub fn from_json(json: &Value) -> Result<Summary, serde_json::Error> {
+        Summary::deserialize(json)
     }
 }
 
