@@ -112,12 +112,13 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
     }
 }
 
-/// The source named by an optional INPUT and an optional `--run` id.
-pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Path) -> Result<Source, String> {
+/// The source named by an optional INPUT and an optional `--run` id; naming neither or both
+/// is a usage error.
+pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Path) -> Result<Source, crate::error::Error> {
     match (input, run) {
-        (Some(_), Some(_)) => Err("give either an INPUT or --run, not both".into()),
+        (Some(_), Some(_)) => Err(crate::error::Error::usage("give either an INPUT or --run, not both")),
         (Some(p), None) => Ok(Source::Input(p.to_path_buf())),
         (None, Some(id)) => Ok(Source::Run { store: store.to_path_buf(), run_id: id.to_string() }),
-        (None, None) => Err("give an INPUT (profile dir or file) or --run ID".into()),
+        (None, None) => Err(crate::error::Error::usage("give an INPUT (profile dir or file) or --run ID")),
     }
 }

@@ -1,16 +1,12 @@
 //! The markdown root-cause report of a `profile_summary.v1` document (reference §7, plus
 //! profq's sections). Deterministic: the same summary gives the same bytes.
 
-use crate::summary::doc::{DeviceIdle, Summary, TinyKernels};
+// A cell of the summary (typed) or of a comparison (JSON) goes through JSON, so that every
+// helper formats both alike.
+use crate::summary::doc::{json_of as cell, DeviceIdle, Summary, TinyKernels};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
-
-/// A cell of the summary (typed) or of a comparison (JSON) as JSON, so that every helper
-/// formats both alike.
-fn cell<T: Serialize + ?Sized>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
 
 fn dur<T: Serialize + ?Sized>(v: &T) -> String {
     cell(v).as_f64().map_or("n/a".into(), |x| format!("{x:.3}"))

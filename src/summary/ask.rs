@@ -29,7 +29,7 @@ pub struct Subject {
 
 impl Subject {
     fn source(&self) -> Result<Source, Error> {
-        source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store).map_err(Error::usage)
+        source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store)
     }
 }
 

@@ -11,6 +11,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// A part of a summary (or any serializable value) as JSON.
+pub fn json_of<T: Serialize + ?Sized>(value: &T) -> Value {
+    serde_json::to_value(value).expect("summary parts serialize")
+}
+
 /// A number of µs, or of events, that a query may leave null.
 pub type Micros = Option<f64>;
 pub type Count = Option<i64>;

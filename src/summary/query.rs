@@ -5,7 +5,7 @@
 //! from a `profile_summary.v1` document (computed, or read with `--summary`), or, where a
 //! summary does not hold the analysis, from rows ([`rows_answer`]; `super::ask` chooses).
 
-use super::doc::{GapBeforeOp, GapRegionContext, Summary};
+use super::doc::{json_of, GapBeforeOp, GapRegionContext, Summary};
 use serde_json::{json, Map, Value};
 
 /// One intent: its query_type, the word groups that must all match (any word of a group),
@@ -219,10 +219,6 @@ fn op_token(question: &str) -> Option<String> {
 /// The first `k` entries of a list, as JSON.
 fn take<T: serde::Serialize>(items: &[T], k: usize) -> Value {
     json_of(&items[..k.min(items.len())])
-}
-
-fn json_of<T: serde::Serialize + ?Sized>(value: &T) -> Value {
-    serde_json::to_value(value).expect("summary parts serialize")
 }
 
 /// The entries one of whose `names` is `target` (case-insensitive), else those one of whose
