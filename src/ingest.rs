@@ -2,14 +2,15 @@
 
 use crate::decode::{self, InputError, LoadError, PartSink};
 use crate::model::{ArgsKept, Capture};
-use crate::store::{self, Staged, Store};
+use crate::remote;
+use crate::store::{self, Committer, Location, Staged, Store};
 use crate::tables::{self, derive, derive::Deriver, ColumnsRead, GapColumns, OpColumns, RunInfo, RunTables};
 use crate::timing::stage_done;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub struct IngestOptions {
-    pub store_root: PathBuf,
+    pub store: Location,
     pub run_id: Option<String>,
     pub labels: Vec<(String, String)>,
     pub force: bool,
@@ -60,6 +61,29 @@ fn progress(msg: &str) {
     }
 }
 
+/// What an INPUT names: a local path as [`decode::resolve`] reads it, or an `s3://`/`gs://`
+/// URL, whose profile files are first mirrored into the local cache ([`remote::mirror`]).
+pub fn resolve(input: &Path) -> Result<decode::Resolved, IngestError> {
+    let Some(url) = input.to_str().filter(|text| remote::is_url(text)) else {
+        return decode::resolve(input).map_err(IngestError::Input);
+    };
+    let mirrored = remote::mirror::mirror_input(url).map_err(|what| IngestError::Input(InputError { path: input.to_path_buf(), what }))?;
+    let mut resolved = decode::resolve(&mirrored.local).map_err(IngestError::Input)?;
+    resolved.notes.splice(0..0, mirrored.notes);
+    Ok(resolved)
+}
+
+/// The run of `location` holding a trace with this sha256, if any: one query over `runs`.
+pub fn find_by_sha(location: &Location, sha: &str) -> Result<Option<String>, String> {
+    let (location, sha) = (location.clone(), sha.replace('\'', "''"));
+    remote::block_on(async move {
+        let engine = crate::engine::Engine::open_with(&location, crate::engine::Spread::Narrow).await.map_err(|e| e.to_string())?;
+        let sql = format!("SELECT run_id FROM runs WHERE trace_sha256 = '{sha}' ORDER BY run_id LIMIT 1");
+        let batches = engine.sql(&sql).await.map_err(|e| e.to_string())?;
+        Ok(batches.iter().find(|b| b.num_rows() > 0).map(|b| arrow::util::display::array_value_to_string(b.column(0), 0).unwrap_or_default()))
+    })
+}
+
 /// Decodes an INPUT into its tables without touching a store (also used by in-memory
 /// analyses). Its `events` table holds only the events of interest
 /// ([`tables::events_of_interest`]): the only rows the named queries read one by one.
@@ -93,7 +117,7 @@ pub fn load_tables_telling(
 ) -> Result<tables::RunTables, IngestError> {
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
-    let resolved = decode::resolve(input).map_err(IngestError::Input)?;
+    let resolved = resolve(input)?;
     let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), read, watch };
     let loaded = decode::load_parts(&resolved, &mut sink)?;
     let info = RunInfo {
@@ -163,6 +187,8 @@ fn intern_derived_strings(capture: &mut Capture) {
 /// holds one part at a time. Refuses the run when its trace is already in the store.
 struct StagingSink<'a> {
     store: &'a Store,
+    /// The store the run goes into (where its trace is looked for).
+    location: &'a Location,
     staged: Option<Staged>,
     provisional: String,
     deriver: Deriver,
@@ -189,7 +215,7 @@ impl PartSink for StagingSink<'_> {
     }
     fn identified(&mut self, trace_sha256: &str) -> Result<(), String> {
         if !self.force {
-            if let Some(existing) = self.store.find_by_sha(trace_sha256) {
+            if let Some(existing) = find_by_sha(self.location, trace_sha256)? {
                 self.already_present = Some(existing);
                 return Err("already present".into());
             }
@@ -342,12 +368,13 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
     }
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
-    let resolved = decode::resolve(input).map_err(IngestError::Input)?;
-    let store = Store::open(&opts.store_root);
-    let store_err = |e: std::io::Error| IngestError::Store(format!("{}: {e}", opts.store_root.display()));
+    let resolved = resolve(input)?;
+    let target = Committer::open(&opts.store).map_err(IngestError::Store)?;
+    let store = target.staging_store();
     let provisional = opts.run_id.clone().unwrap_or_else(|| store::sanitize_run_id(&resolved.name_hint));
     let mut sink = StagingSink {
         store: &store,
+        location: &opts.store,
         staged: None,
         provisional: provisional.clone(),
         deriver: Deriver::new(),
@@ -404,46 +431,55 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         (Ok(_), None) => return Err(IngestError::Store("nothing was staged".into())),
     };
     stage_done("run tables", &mut clock);
+    progress(&format!("profq: committing to {}", opts.store));
+    let committed = commit(&target, staged, &loaded.trace_sha256, opts);
+    progress("");
+    committed.map(|run_id| match run_id {
+        Committed::New(run_id) => Outcome::Ingested { run_id, events, ops, steps, warnings },
+        Committed::AlreadyPresent(run_id) => Outcome::AlreadyPresent { run_id },
+    })
+}
 
-    let _lock = store.lock().map_err(store_err)?;
-    store.clean_up();
-    if !opts.force {
-        if let Some(existing) = store.find_by_sha(&loaded.trace_sha256) {
-            staged.discard();
-            progress("");
-            return Ok(Outcome::AlreadyPresent { run_id: existing });
-        }
+/// What a commit did: made a new run, or found the trace already stored.
+enum Committed {
+    New(String),
+    AlreadyPresent(String),
+}
+
+/// Commits a staged run under the store's lock: cleans up after killed writers, refuses a
+/// trace already stored (unless forced: then it replaces it), picks the run id and commits.
+fn commit(target: &Committer, staged: Staged, sha: &str, opts: &IngestOptions) -> Result<Committed, IngestError> {
+    let store_err = IngestError::Store;
+    let _lock = target.lock().map_err(store_err)?;
+    target.clean_up().map_err(store_err)?;
+    let existing = find_by_sha(&opts.store, sha).map_err(store_err)?;
+    if let (Some(existing), false) = (&existing, opts.force) {
+        staged.discard();
+        return Ok(Committed::AlreadyPresent(existing.clone()));
     }
     let run_id = match &opts.run_id {
-        Some(id) if store.run_exists(id) && !opts.force => {
+        Some(id) if !opts.force && target.run_exists(id).map_err(store_err)? => {
             staged.discard();
-            return Err(IngestError::Usage(format!("run id {id:?} already exists in {} (use --force to replace it)", opts.store_root.display())));
+            return Err(IngestError::Usage(format!("run id {id:?} already exists in {} (use --force to replace it)", opts.store)));
         }
         Some(id) => id.clone(),
         None => {
-            let mut id = provisional.clone();
+            let mut id = staged.run_id.clone();
             let mut k = 2;
-            while store.run_exists(&id) {
-                id = format!("{provisional}-{k}");
+            while target.run_exists(&id).map_err(store_err)? {
+                id = format!("{}-{k}", staged.run_id);
                 k += 1;
             }
             id
         }
     };
     if opts.force {
-        if let Some(existing) = store.find_by_sha(&loaded.trace_sha256) {
-            store.remove_run(&existing).map_err(store_err)?;
-        }
-        if store.run_exists(&run_id) {
-            store.remove_run(&run_id).map_err(store_err)?;
+        for replaced in existing.iter().chain([&run_id]) {
+            if target.run_exists(replaced).map_err(store_err)? {
+                target.remove_run(replaced).map_err(store_err)?;
+            }
         }
     }
-    let committed = store.commit(&staged, &run_id);
-    if let Err(e) = committed {
-        let _ = store.remove_run(&run_id);
-        staged.discard();
-        return Err(IngestError::Store(e));
-    }
-    progress("");
-    Ok(Outcome::Ingested { run_id, events, ops, steps, warnings })
+    target.commit(staged, &run_id).map_err(store_err)?;
+    Ok(Committed::New(run_id))
 }

@@ -10,6 +10,7 @@
 //! * [`compare`]: two runs → comparison, regression record and history;
 //! * [`render`]: every output format (tables, CSV, JSON text, markdown reports);
 //! * [`ingest`]: the orchestration of decode → tables → store for one input;
+//! * [`remote`]: object stores for `s3://` and `gs://` inputs and stores, and the input mirror;
 //! * [`source`]: a run to analyse, from a store or decoded in memory;
 //! * [`intervals`]: interval unions, shared by the derivation and the SQL aggregate;
 //! * [`process`]: how the process treats memory and its exit (the binary's tuning);
@@ -31,6 +32,8 @@ pub mod intervals;
 pub mod model;
 #[cfg(feature = "engine")]
 pub mod process;
+#[cfg(feature = "engine")]
+pub mod remote;
 #[cfg(feature = "engine")]
 pub mod render;
 #[cfg(feature = "engine")]

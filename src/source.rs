@@ -3,12 +3,13 @@
 use crate::engine::ahead::{self, IdlePlanner, Prepared, Statement};
 use crate::engine::{Engine, QueryError, Spread};
 use crate::ingest::{self, IngestError};
+use crate::store::Location;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub enum Source {
     /// A run already in a store.
-    Run { store: PathBuf, run_id: String },
+    Run { store: Location, run_id: String },
     /// A profile decoded in memory, never written to a store.
     Input(PathBuf),
 }
@@ -30,6 +31,11 @@ impl std::fmt::Display for SourceError {
             SourceError::NoRun(e) => f.write_str(e),
         }
     }
+}
+
+/// A store that cannot be read: a query error (its message names the store).
+fn no_store(what: String) -> SourceError {
+    SourceError::Query(QueryError(what))
 }
 
 /// An engine holding the source's run, and that run's id.
@@ -58,21 +64,18 @@ pub async fn open(source: &Source, spread: Spread) -> Result<Opened, SourceError
 pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Statement>) -> Result<Opened, SourceError> {
     match source {
         Source::Run { store, run_id } => {
-            let stored = crate::store::Store::open(store);
-            if !stored.run_exists(run_id) {
-                let known = stored.run_ids();
+            if !store.run_exists(run_id).await.map_err(no_store)? {
+                let known = store.run_ids().await.map_err(no_store)?;
                 return Err(SourceError::NoRun(format!(
-                    "no run {run_id:?} in {} (runs: {})",
-                    store.display(),
+                    "no run {run_id:?} in {store} (runs: {})",
                     if known.is_empty() { "none".to_string() } else { known.join(", ") }
                 )));
             }
             // Its analyses would read a missing table as empty: wrong answers, not an error.
-            let missing = stored.tables_missing(run_id);
+            let missing = store.tables_missing(run_id).await.map_err(no_store)?;
             if !missing.is_empty() {
                 return Err(SourceError::Query(QueryError(format!(
-                    "run {run_id:?} in {} has no {} table (ingested by an older profq): ingest its profile again with `--run-id {run_id} --force`",
-                    store.display(),
+                    "run {run_id:?} in {store} has no {} table (ingested by an older profq): ingest its profile again with `--run-id {run_id} --force`",
                     missing.join(", ")
                 ))));
             }
@@ -114,11 +117,11 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
 
 /// The source named by an optional INPUT and an optional `--run` id; naming neither or both
 /// is a usage error.
-pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Path) -> Result<Source, crate::error::Error> {
+pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Location) -> Result<Source, crate::error::Error> {
     match (input, run) {
         (Some(_), Some(_)) => Err(crate::error::Error::usage("give either an INPUT or --run, not both")),
         (Some(p), None) => Ok(Source::Input(p.to_path_buf())),
-        (None, Some(id)) => Ok(Source::Run { store: store.to_path_buf(), run_id: id.to_string() }),
+        (None, Some(id)) => Ok(Source::Run { store: store.clone(), run_id: id.to_string() }),
         (None, None) => Err(crate::error::Error::usage("give an INPUT (profile dir or file) or --run ID")),
     }
 }

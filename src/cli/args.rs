@@ -6,6 +6,7 @@ use profq::compare::{track::Thresholds, CompareOptions};
 use profq::error::Error;
 use profq::render::Format;
 use profq::source::Source;
+use profq::store::Location;
 use profq::summary::{BreakdownMode, SummaryOptions};
 use std::path::PathBuf;
 
@@ -20,12 +21,23 @@ pub struct Cli {
 pub enum Command {
     /// Decode profiles and add them to the store as runs (one run per INPUT).
     Ingest {
-        /// Profile log dirs, session dirs, *.xplane.pb or trace JSON (.json, .json.gz).
-        #[arg(required = true)]
+        /// Profile log dirs, session dirs, *.xplane.pb or trace JSON (.json, .json.gz); local
+        /// paths or s3://bucket/prefix, gs://bucket/prefix.
+        #[arg(required_unless_present = "run_target")]
         inputs: Vec<PathBuf>,
-        /// Store directory [default: $PROFQ_STORE, else ./profq-store].
-        #[arg(long)]
-        store: Option<PathBuf>,
+        /// A W&B run (ENTITY/PROJECT/RUN_ID, a wandb.ai run URL, or a bare id with --entity
+        /// and --project): ingests the profile its trainer wrote (<log_dir>/<id>/profiler).
+        #[arg(long, conflicts_with = "inputs")]
+        run_target: Option<String>,
+        /// W&B entity of a bare --run-target id.
+        #[arg(long, requires = "run_target")]
+        entity: Option<String>,
+        /// W&B project of a bare --run-target id.
+        #[arg(long, requires = "run_target")]
+        project: Option<String>,
+        /// Store: a directory, s3://bucket/prefix or gs://bucket/prefix [default: $PROFQ_STORE, else ./profq-store].
+        #[arg(long, value_parser = Location::parse)]
+        store: Option<Location>,
         /// Run id (default: derived from the path, made unique).
         #[arg(long)]
         run_id: Option<String>,
@@ -40,8 +52,9 @@ pub enum Command {
     Sql {
         #[arg(allow_hyphen_values = true)]
         query: String,
-        #[arg(long)]
-        store: Option<PathBuf>,
+        /// Store: a directory, s3://bucket/prefix or gs://bucket/prefix [default: $PROFQ_STORE, else ./profq-store].
+        #[arg(long, value_parser = Location::parse)]
+        store: Option<Location>,
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
     },
@@ -145,6 +158,31 @@ pub enum Command {
         #[command(flatten)]
         thresholds: ThresholdArgs,
     },
+    /// Publish a summary (and its report) to W&B as a `profile_summary` artifact.
+    Publish {
+        /// A profile_summary.v1 file.
+        summary: PathBuf,
+        /// A markdown report to publish beside it.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// W&B entity [default: $WANDB_ENTITY].
+        #[arg(long)]
+        entity: Option<String>,
+        /// W&B project [default: $WANDB_PROJECT].
+        #[arg(long)]
+        project: Option<String>,
+        /// [default: profile-summary-<run id>, else profile-summary-<UTC time>].
+        #[arg(long)]
+        artifact_name: Option<String>,
+        /// Artifact alias (repeatable) [default: latest].
+        #[arg(long = "alias")]
+        aliases: Vec<String>,
+        /// Print what would be published; publish nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
     /// Describe the tables (all, or one).
     Schema {
         table: Option<String>,
@@ -163,8 +201,9 @@ pub struct PairArgs {
     /// Candidate, as --before.
     #[arg(long)]
     pub after: String,
-    #[arg(long)]
-    pub store: Option<PathBuf>,
+    /// Store: a directory, s3://bucket/prefix or gs://bucket/prefix [default: $PROFQ_STORE, else ./profq-store].
+    #[arg(long, value_parser = Location::parse)]
+    pub store: Option<Location>,
     #[arg(long, default_value_t = 10)]
     pub top_k: usize,
     /// Exit 5 when the provenance checks fail (e.g. the same trace twice).
@@ -175,8 +214,8 @@ pub struct PairArgs {
 }
 
 impl PairArgs {
-    pub fn store(&self) -> PathBuf {
-        self.store.clone().unwrap_or_else(profq::store::default_root)
+    pub fn store(&self) -> Result<Location, Error> {
+        store_or_default(&self.store)
     }
     pub fn options(&self) -> CompareOptions {
         CompareOptions {
@@ -194,18 +233,18 @@ pub struct SourceArgs {
     /// Run id in the store.
     #[arg(long = "run")]
     pub run: Option<String>,
-    /// Store directory [default: $PROFQ_STORE, else ./profq-store].
-    #[arg(long)]
-    pub store: Option<PathBuf>,
+    /// Store: a directory, s3://bucket/prefix or gs://bucket/prefix [default: $PROFQ_STORE, else ./profq-store].
+    #[arg(long, value_parser = Location::parse)]
+    pub store: Option<Location>,
 }
 
 impl SourceArgs {
-    pub fn store(&self) -> PathBuf {
-        self.store.clone().unwrap_or_else(profq::store::default_root)
+    pub fn store(&self) -> Result<Location, Error> {
+        store_or_default(&self.store)
     }
     /// The run to analyse: the INPUT, or `--run` in the store.
     pub fn source(&self) -> Result<Source, Error> {
-        profq::source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store())
+        profq::source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store()?)
     }
 }
 
@@ -243,4 +282,12 @@ pub enum CompareFormat {
 pub enum AnswerFormat {
     Json,
     Table,
+}
+
+/// The store named by `--store`, else the default one ([`Location::default_store`]).
+pub fn store_or_default(store: &Option<Location>) -> Result<Location, Error> {
+    match store {
+        Some(location) => Ok(location.clone()),
+        None => Location::default_store().map_err(Error::usage),
+    }
 }

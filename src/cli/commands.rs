@@ -1,12 +1,15 @@
 //! One function per subcommand: take the parsed arguments, call the library, print what
 //! `render` made of the result. A failure is returned, never printed here (see `exit`).
 
-use super::args::{AnswerFormat, Command, CompareFormat, PairArgs, SourceArgs, ThresholdArgs};
+use super::args::{store_or_default, AnswerFormat, Command, CompareFormat, PairArgs, SourceArgs, ThresholdArgs};
 use profq::compare::{self, bundle, track};
 use profq::engine::{queries, Engine, Spread};
 use profq::error::Error;
 use profq::ingest::{self, IngestOptions};
+use profq::remote::publish::PublishOptions;
+use profq::remote::wandb;
 use profq::render::{self, Format};
+use profq::store::Location;
 use profq::summary::ask::{self, Subject};
 use profq::summary::{BreakdownMode, SummaryOptions};
 use profq::tables::schema;
@@ -17,7 +20,14 @@ type Done = Result<(), Error>;
 
 pub fn run(command: Command) -> Done {
     match command {
-        Command::Ingest { inputs, store, run_id, labels, force } => ingest(&inputs, store, run_id, &labels, force),
+        Command::Ingest { inputs, run_target, entity, project, store, run_id, labels, force } => {
+            let target = run_target.map(|t| (t, entity, project));
+            ingest(&inputs, target, store, run_id, &labels, force)
+        }
+        Command::Publish { summary, report, entity, project, artifact_name, aliases, dry_run, output } => {
+            let opts = PublishOptions { summary, report, entity, project, artifact_name, aliases, dry_run };
+            publish(&opts, output.as_deref())
+        }
         Command::Sql { query, store, format } => sql(&query, store, format),
         Command::Queries { name } => list_queries(name.as_deref()),
         Command::Run { name, source, params, format } => run_named(&name, &source, &params, format),
@@ -36,13 +46,23 @@ pub fn run(command: Command) -> Done {
     }
 }
 
-fn ingest(inputs: &[PathBuf], store: Option<PathBuf>, run_id: Option<String>, labels: &[String], force: bool) -> Done {
+/// A W&B run target as given: the target, and the entity and project of a bare id.
+type RunTargetArgs = (String, Option<String>, Option<String>);
+
+fn ingest(inputs: &[PathBuf], run_target: Option<RunTargetArgs>, store: Option<Location>, run_id: Option<String>, labels: &[String], force: bool) -> Done {
     if run_id.is_some() && inputs.len() > 1 {
         return Err(Error::usage("--run-id names one run: give one INPUT with it"));
     }
-    let labels = key_values(labels, "--label")?;
-    let opts = IngestOptions { store_root: store.unwrap_or_else(profq::store::default_root), run_id, labels, force };
-    for input in inputs {
+    let mut labels = key_values(labels, "--label")?;
+    let mut inputs = inputs.to_vec();
+    if let Some((target, entity, project)) = run_target {
+        let target = wandb::RunTarget::parse(&target, entity.as_deref(), project.as_deref()).map_err(Error::usage)?;
+        let run = wandb::fetch_run(&target).map_err(Error::input)?;
+        inputs.push(PathBuf::from(run.profile_dir().map_err(Error::input)?));
+        labels.extend(run.labels());
+    }
+    let opts = IngestOptions { store: store_or_default(&store)?, run_id, labels, force };
+    for input in &inputs {
         let outcome = ingest::ingest(input, &opts)?;
         print!("{}", render::ingest_outcome(&outcome, input));
         for line in render::ingest_warnings(&outcome) {
@@ -52,9 +72,14 @@ fn ingest(inputs: &[PathBuf], store: Option<PathBuf>, run_id: Option<String>, la
     Ok(())
 }
 
-fn sql(query: &str, store: Option<PathBuf>, format: Format) -> Done {
-    let root = store.unwrap_or_else(profq::store::default_root);
-    let batches = runtime().block_on(async { Engine::open(&root).await?.sql(query).await })?;
+fn publish(opts: &PublishOptions, output: Option<&Path>) -> Done {
+    let answer = profq::remote::publish::publish(opts).map_err(Error::input)?;
+    emit(&render::json_text(&answer), output)
+}
+
+fn sql(query: &str, store: Option<Location>, format: Format) -> Done {
+    let store = store_or_default(&store)?;
+    let batches = runtime().block_on(async { Engine::open(&store).await?.sql(query).await })?;
     print!("{}", render::render(&batches, format));
     Ok(())
 }
@@ -78,7 +103,7 @@ fn run_named(name: &str, source: &SourceArgs, params: &[String], format: Format)
     let batches = runtime().block_on(async {
         // Queries over several runs (trends, comparisons) read the whole store.
         let engine = if !per_run && source.input.is_none() {
-            Engine::open(&source.store()).await?
+            Engine::open(&source.store()?).await?
         } else {
             let opened = profq::source::open(&source.source()?, Spread::Wide).await?;
             if per_run {
@@ -101,13 +126,13 @@ fn summarize(source: &SourceArgs, output: Option<&Path>, warmup_steps: i64, hot_
     emit(&render::json_text(&doc.to_value()), output)
 }
 
-fn subject(source: SourceArgs, summary: Option<PathBuf>) -> Subject {
-    let store = source.store();
-    Subject { input: source.input, run: source.run, store, summary }
+fn subject(source: SourceArgs, summary: Option<PathBuf>) -> Result<Subject, Error> {
+    let store = source.store()?;
+    Ok(Subject { input: source.input, run: source.run, store, summary })
 }
 
 fn query(question: &str, source: SourceArgs, summary: Option<PathBuf>, top_k: usize, format: AnswerFormat, show_sql: bool) -> Done {
-    let answer = runtime().block_on(ask::ask(question, &subject(source, summary), top_k, show_sql))?;
+    let answer = runtime().block_on(ask::ask(question, &subject(source, summary)?, top_k, show_sql))?;
     print_answer(&answer, format);
     if ask::is_unrecognized(&answer) {
         return Err(ask::unrecognized());
@@ -117,7 +142,7 @@ fn query(question: &str, source: SourceArgs, summary: Option<PathBuf>, top_k: us
 
 fn report(source: SourceArgs, summary: Option<PathBuf>, output: Option<&Path>, top_k: usize) -> Done {
     let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
-    let (doc, _) = runtime().block_on(ask::summary_of(&subject(source, summary), &opts))?;
+    let (doc, _) = runtime().block_on(ask::summary_of(&subject(source, summary)?, &opts))?;
     emit(&render::report::markdown(&doc, top_k), output)
 }
 
@@ -132,7 +157,7 @@ fn compare(pair: &PairArgs, format: CompareFormat) -> Done {
 }
 
 fn compared(pair: &PairArgs) -> Result<serde_json::Value, Error> {
-    runtime().block_on(compare::compare_pair(&pair.before, &pair.after, &pair.store(), &pair.options(), pair.strict_provenance))
+    runtime().block_on(compare::compare_pair(&pair.before, &pair.after, &pair.store()?, &pair.options(), pair.strict_provenance))
 }
 
 fn track(pair: &PairArgs, label: Option<&str>, history: Option<&Path>, output: Option<&Path>, thresholds: &ThresholdArgs) -> Done {
@@ -154,7 +179,7 @@ fn bundle(pair: &PairArgs, output_dir: &Path, history: Option<&Path>, label: Opt
     let manifest = runtime().block_on(bundle::write_bundle(
         &pair.before,
         &pair.after,
-        &pair.store(),
+        &pair.store()?,
         output_dir,
         &pair.options(),
         &thresholds.thresholds(),

@@ -11,7 +11,7 @@ use std::path::Path;
 pub async fn write_bundle(
     before: &str,
     after: &str,
-    store: &Path,
+    store: &crate::store::Location,
     output_dir: &Path,
     opts: &CompareOptions,
     thresholds: &Thresholds,

@@ -9,6 +9,7 @@ pub mod track;
 use crate::engine::{Engine, QueryError, Spread};
 use crate::error::{Error, Kind};
 use crate::source::SourceError;
+use crate::store::Location;
 use crate::summary::doc::{Producer, Summary};
 use crate::summary::{self, Analyst, SummaryOptions};
 use crate::tables::{ColumnsRead, RunTables};
@@ -37,9 +38,9 @@ fn is_summary_file(p: &Path) -> Option<Value> {
 /// Resolves X: an existing summary file, an existing profile path, else a run id in `store`.
 /// A profile is decoded, and a run's `ops` and `gaps` read, with only the columns `read`
 /// (a comparison's: [`columns_read`]).
-pub async fn load_side(spec: &str, store: &Path, read: &ColumnsRead) -> Result<Side, SourceError> {
+pub async fn load_side(spec: &str, store: &Location, read: &ColumnsRead) -> Result<Side, SourceError> {
     let path = Path::new(spec);
-    if path.exists() {
+    if path.exists() || crate::remote::is_url(spec) {
         if let Some(json) = is_summary_file(path) {
             let doc = Summary::from_json(&json).map_err(|e| {
                 let what = format!("not a {} summary: {e}", summary::SCHEMA_VERSION);
@@ -50,11 +51,12 @@ pub async fn load_side(spec: &str, store: &Path, read: &ColumnsRead) -> Result<S
         let tables = crate::ingest::load_tables_telling(path, "side", &[], read.clone(), Default::default()).map_err(SourceError::Ingest)?;
         return Ok(Side::Tables { tables, source_path: spec.to_string(), run_id: None });
     }
-    let st = crate::store::Store::open(store);
-    if !st.run_exists(spec) {
-        return Err(SourceError::NoRun(format!("{spec:?} is neither a file nor a run in {} (runs: {})", store.display(), st.run_ids().join(", "))));
+    let no_store = |e: String| SourceError::Query(crate::engine::QueryError(e));
+    if !store.run_exists(spec).await.map_err(no_store)? {
+        let known = store.run_ids().await.map_err(no_store)?;
+        return Err(SourceError::NoRun(format!("{spec:?} is neither a file nor a run in {store} (runs: {})", known.join(", "))));
     }
-    let opened = crate::source::open(&crate::source::Source::Run { store: store.to_path_buf(), run_id: spec.to_string() }, Spread::Wide).await?;
+    let opened = crate::source::open(&crate::source::Source::Run { store: store.clone(), run_id: spec.to_string() }, Spread::Wide).await?;
     let tables = opened.engine.run_tables(spec, read).await.map_err(SourceError::Query)?;
     Ok(Side::Tables { tables, source_path: opened.source_path, run_id: Some(spec.to_string()) })
 }
@@ -280,7 +282,7 @@ fn split_ops(ops: Vec<(String, f64, f64)>, k: usize) -> (Value, Value) {
 
 /// Loads both sides (store run ids, profile INPUTs or summary files) and compares them; with
 /// `strict_provenance`, failed provenance checks are an error ([`provenance_failure`]).
-pub async fn compare_pair(before: &str, after: &str, store: &Path, opts: &CompareOptions, strict_provenance: bool) -> Result<Value, Error> {
+pub async fn compare_pair(before: &str, after: &str, store: &Location, opts: &CompareOptions, strict_provenance: bool) -> Result<Value, Error> {
     let read = columns_read(opts);
     let b = load_side(before, store, &read).await?;
     let a = load_side(after, store, &read).await?;

@@ -36,9 +36,35 @@ pub(super) fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
 }
 
 /// Names a profiler gives its files; other JSON in a directory (summaries, configs) is not a trace.
-pub(super) fn is_profiler_file(p: &Path) -> bool {
+pub fn is_profiler_file(p: &Path) -> bool {
     let n = file_name(p);
     n.ends_with(".xplane.pb") || ["trace.json", "trace.json.gz"].iter().any(|s| n.ends_with(s)) || n == "perfetto_trace.json.gz" || n == "perfetto_trace.json"
+}
+
+/// How many directory levels below an INPUT its profile sessions are looked for.
+pub const SESSION_DEPTH: usize = 6;
+
+/// Why a directory (or a bucket prefix) is not a profile.
+pub const NO_PROFILE: &str = "no profile found (no *.xplane.pb or trace JSON under this directory)";
+
+/// The session an INPUT above several means, and a note saying so when there was a choice.
+pub struct ChosenSession<'a> {
+    pub session: &'a PathBuf,
+    pub note: Option<String>,
+}
+
+/// Which of the directories holding profiler files (`sessions`) an INPUT means: those under
+/// `plugins/profile/` when there are any, of them those with an XPlane when there are any,
+/// and of those the newest (session directories are timestamps, which sort by name). One
+/// rule for a local directory and a bucket prefix alike.
+pub fn choose_session(sessions: &[PathBuf], has_xplane: impl Fn(&Path) -> bool) -> Option<ChosenSession<'_>> {
+    let profile_sessions: Vec<&PathBuf> = sessions.iter().filter(|s| s.components().any(|c| c.as_os_str() == "plugins")).collect();
+    let candidates: Vec<&PathBuf> = if profile_sessions.is_empty() { sessions.iter().collect() } else { profile_sessions };
+    let with_xplane: Vec<&PathBuf> = candidates.iter().copied().filter(|d| has_xplane(d)).collect();
+    let candidates = if with_xplane.is_empty() { candidates } else { with_xplane };
+    let session = *candidates.iter().max_by_key(|s| file_name(s))?;
+    let note = (candidates.len() > 1).then(|| format!("{} profile sessions found; using the newest, {}", candidates.len(), file_name(session)));
+    Some(ChosenSession { session, note })
 }
 
 /// Directories under `root` (itself included) that directly hold profiler files, depth-limited.
@@ -59,12 +85,13 @@ pub(super) fn session_dirs(root: &Path, depth: usize, out: &mut Vec<PathBuf>) ->
 }
 
 /// The log directory name a session belongs to (`<log_dir>/plugins/profile/<ts>` → `<log_dir>`).
+/// Levanter and marin write into `<log_dir>/<run id>/profiler/`: a log dir named `profiler`
+/// is named by its parent, the run.
 pub(super) fn log_dir_name(session: &Path) -> String {
     let comps: Vec<String> = session.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    if let Some(k) = comps.iter().rposition(|c| c == "plugins") {
-        if k > 0 {
-            return comps[k - 1].clone();
-        }
+    if let Some(k) = comps.iter().rposition(|c| c == "plugins").filter(|&k| k > 0) {
+        let named = if comps[k - 1] == "profiler" && k > 1 { k - 2 } else { k - 1 };
+        return comps[named].clone();
     }
     file_name(session)
 }
@@ -90,20 +117,13 @@ pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
         });
     }
     let mut sessions = Vec::new();
-    session_dirs(input, 6, &mut sessions)?;
-    // Prefer sessions under plugins/profile; among them the newest (timestamps sort by name).
-    let profile_sessions: Vec<&PathBuf> = sessions.iter().filter(|s| s.components().any(|c| c.as_os_str() == "plugins")).collect();
-    let candidates: Vec<&PathBuf> = if profile_sessions.is_empty() { sessions.iter().collect() } else { profile_sessions };
+    session_dirs(input, SESSION_DEPTH, &mut sessions)?;
     let has_xplane = |d: &Path| sorted_entries(d).is_ok_and(|e| e.iter().any(|p| kind_of_file(p) == Some(SourceKind::XPlane)));
-    let with_xplane: Vec<&PathBuf> = candidates.iter().copied().filter(|d| has_xplane(d)).collect();
-    let candidates = if with_xplane.is_empty() { candidates } else { with_xplane };
-    let Some(session) = candidates.iter().max_by_key(|s| file_name(s)).map(|s| s.to_path_buf()) else {
-        return Err(input_err(input, "no profile found (no *.xplane.pb or trace JSON under this directory)"));
+    let Some(chosen) = choose_session(&sessions, has_xplane) else {
+        return Err(input_err(input, NO_PROFILE));
     };
-    let mut notes = Vec::new();
-    if candidates.len() > 1 {
-        notes.push(format!("{} profile sessions found; using the newest, {}", candidates.len(), file_name(&session)));
-    }
+    let session = chosen.session.clone();
+    let mut notes: Vec<String> = chosen.note.into_iter().collect();
     let entries = sorted_entries(&session)?;
     let xplanes: Vec<SourceFile> = entries
         .iter()
@@ -132,8 +152,13 @@ pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
     Ok(Resolved { files, fallback, hlo_files: hlo_side_files(&session)?, name_hint: log_dir_name(&session), notes })
 }
 
+/// An HLO module a session keeps beside its XPlanes (names and metadata of the compiled ops).
+pub fn is_hlo_side_file(p: &Path) -> bool {
+    file_name(p).ends_with(".hlo_proto.pb")
+}
+
 pub(super) fn hlo_side_files(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
-    Ok(sorted_entries(dir)?.into_iter().filter(|p| file_name(p).ends_with(".hlo_proto.pb")).collect())
+    Ok(sorted_entries(dir)?.into_iter().filter(|p| is_hlo_side_file(p)).collect())
 }
 
 /// Guesses the kind of a file without a known extension from its first bytes.

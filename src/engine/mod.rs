@@ -9,6 +9,7 @@ pub mod functions;
 pub mod queries;
 pub mod reads;
 
+use crate::store::Location;
 use crate::tables::{schema, ColumnsRead, RunTables};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -16,12 +17,12 @@ use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::datasource::MemTable;
 use datafusion::execution::context::SQLOptions;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::optimizer::OptimizerRule;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::*;
 use reads::Declared;
-use std::path::Path;
 use std::sync::Arc;
 
 /// Rows per in-memory batch handed to DataFusion.
@@ -79,6 +80,12 @@ impl Spread {
 /// making the queries cheaper to run.
 fn session_config(partitions: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(partitions).set_usize("datafusion.optimizer.max_passes", 1)
+}
+
+/// The runtime of a session over a store: DataFusion's defaults, with profq's object-store
+/// registry, so that `s3://` and `gs://` tables resolve to the stores [`crate::remote`] builds.
+fn runtime_env() -> Arc<RuntimeEnv> {
+    RuntimeEnvBuilder::new().with_object_store_registry(crate::remote::registry()).build_arc().expect("a runtime of defaults builds")
 }
 
 /// When a session's tables get their rows: at once, or after its statements are planned
@@ -213,20 +220,20 @@ impl Engine {
         Engine { ctx, built: Arc::new(Declared::columns(ColumnsRead::every())) }
     }
 
-    pub async fn open(store_root: &Path) -> Result<Engine, QueryError> {
-        Engine::open_with(store_root, Spread::Wide).await
+    pub async fn open(store: &Location) -> Result<Engine, QueryError> {
+        Engine::open_with(store, Spread::Wide).await
     }
 
-    pub async fn open_with(store_root: &Path, spread: Spread) -> Result<Engine, QueryError> {
+    /// An engine over every run of a store, a directory or a bucket: each table a listing
+    /// table over its files (hive partition `run_id`), or empty when it has none.
+    pub async fn open_with(store: &Location, spread: Spread) -> Result<Engine, QueryError> {
         let config = session_config(spread.partitions()).with_information_schema(true);
-        let ctx = SessionContext::new_with_config(config);
+        let ctx = SessionContext::new_with_config_rt(config, runtime_env());
         functions::register(&ctx);
+        let urls = store.table_urls().await.map_err(QueryError)?;
         for t in schema::TABLES {
-            let dir = store_root.join(t.name);
-            let has_files = std::fs::read_dir(&dir).map(|mut rd| rd.next().is_some()).unwrap_or(false);
-            if has_files {
-                let abs = std::fs::canonicalize(&dir).map_err(|e| QueryError(format!("{}: {e}", dir.display())))?;
-                let url = ListingTableUrl::parse(format!("{}/", abs.display())).map_err(|e| QueryError(e.to_string()))?;
+            if let Some(url) = urls.get(t.name) {
+                let url = ListingTableUrl::parse(url).map_err(|e| QueryError(e.to_string()))?;
                 let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
                     .with_file_extension(".parquet")
                     .with_table_partition_cols(vec![("run_id".to_string(), DataType::Utf8)]);

@@ -5,10 +5,11 @@
 //! a run is visible only once its `runs` partition exists, and the next writer removes
 //! partitions left without one (a killed ingest) and stale staging directories. Writers
 //! serialise their commit on `<store>/.lock`.
+//!
+//! A store is a directory or a bucket prefix ([`Location`]); in a bucket ([`remote`]) the same
+//! steps are kept with uploads, copies and a create-if-absent put ([`Committer`]).
 
 use crate::tables::{schema, RunTables};
-use arrow::array::{Array, StringArray};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
@@ -16,7 +17,12 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod commit;
+pub mod location;
 mod part_file;
+mod remote;
+pub use commit::{Committer, Lock};
+pub use location::Location;
 use part_file::PartFile;
 
 pub const PART_FILE: &str = "part-0.parquet";
@@ -37,11 +43,6 @@ pub fn part_files(rows: usize, pieces: usize) -> usize {
 
 pub struct Store {
     pub root: PathBuf,
-}
-
-/// Default store: `$PROFQ_STORE`, else `./profq-store`.
-pub fn default_root() -> PathBuf {
-    std::env::var_os("PROFQ_STORE").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("profq-store"))
 }
 
 /// Checks a run id is safe as one path component and readable in SQL.
@@ -100,24 +101,6 @@ impl Store {
             .collect();
         ids.sort();
         ids
-    }
-
-    /// The run already holding a trace with this sha256, if any.
-    pub fn find_by_sha(&self, sha: &str) -> Option<String> {
-        for id in self.run_ids() {
-            let path = self.partition("runs", &id).join(PART_FILE);
-            let Ok(file) = File::open(&path) else { continue };
-            let Ok(builder) = ParquetRecordBatchReaderBuilder::try_new(file) else { continue };
-            let Ok(reader) = builder.build() else { continue };
-            for batch in reader.flatten() {
-                if let Some(col) = batch.column_by_name("trace_sha256").and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned()) {
-                    if (0..col.len()).any(|i| col.value(i) == sha) {
-                        return Some(id);
-                    }
-                }
-            }
-        }
-        None
     }
 
     /// Takes the store's writer lock for the life of the returned file.

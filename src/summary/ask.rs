@@ -14,6 +14,7 @@ use super::{SummaryOptions, SCHEMA_VERSION};
 use crate::engine::{queries, Engine, Spread};
 use crate::error::{Error, Kind};
 use crate::source::{self, Opened, Source};
+use crate::store::Location;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub struct Subject {
     pub input: Option<PathBuf>,
     pub run: Option<String>,
-    pub store: PathBuf,
+    pub store: Location,
     pub summary: Option<PathBuf>,
 }
 
@@ -94,7 +95,7 @@ pub async fn summary_of_source(source: &Source, opts: &SummaryOptions) -> Result
 }
 
 /// "How did X change across runs?": the trends of every run of the store, or one op's trend.
-async fn trend_answer(question: &str, store: &Path, show_sql: bool) -> Result<Value, Error> {
+async fn trend_answer(question: &str, store: &Location, show_sql: bool) -> Result<Value, Error> {
     let engine = Engine::open(store).await?;
     let target = query::trend_target(question);
     let (name, params) = match &target {

@@ -1,6 +1,7 @@
 //! Shared test helpers: fixture locations, temp stores, the profq binary, SQL over a store.
 #![allow(dead_code)]
 
+pub mod servers;
 pub mod synth;
 
 use profq::engine::Engine;
@@ -188,7 +189,7 @@ pub fn summarize(input: &Path, extra: &[&str]) -> serde_json::Value {
 pub fn sql(store: &Path, query: &str) -> Vec<serde_json::Value> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let batches = rt.block_on(async {
-        let engine = Engine::open(store).await.unwrap();
+        let engine = Engine::open(&profq::store::Location::Local(store.to_path_buf())).await.unwrap();
         engine.sql(query).await.unwrap_or_else(|e| panic!("{query}: {e}"))
     });
     let text = render(&batches, Format::Json);

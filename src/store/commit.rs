@@ -1,0 +1,116 @@
+//! Committing a staged run into a store, a directory or a bucket: the steps an ingest takes
+//! under the writer lock, one method each, whichever place the store is in.
+
+use super::location::Location;
+use super::remote::{RemoteLock, RemoteStore};
+use super::{Staged, Store};
+use crate::remote::block_on;
+
+/// The store a run is committed into.
+pub enum Committer {
+    Local(Store),
+    Remote(RemoteStore),
+}
+
+/// A held writer lock, released when dropped.
+pub enum Lock {
+    Local(#[allow(dead_code)] std::fs::File),
+    Remote(#[allow(dead_code)] RemoteLock),
+}
+
+impl Committer {
+    pub fn open(location: &Location) -> Result<Committer, String> {
+        match location {
+            Location::Local(root) => Ok(Committer::Local(Store::open(root))),
+            Location::Remote(url) => RemoteStore::open(url).map(Committer::Remote),
+        }
+    }
+
+    /// Where a run is staged before it is committed: inside a local store (renames into
+    /// place stay on one file system), in the cache for a bucket's.
+    pub fn staging_store(&self) -> Store {
+        match self {
+            Committer::Local(store) => Store::open(&store.root),
+            Committer::Remote(_) => Store::open(&crate::remote::mirror::cache_dir().join("staging")),
+        }
+    }
+
+    pub fn location(&self) -> Location {
+        match self {
+            Committer::Local(store) => Location::Local(store.root.clone()),
+            Committer::Remote(remote) => Location::Remote(remote.url.clone()),
+        }
+    }
+
+    pub fn lock(&self) -> Result<Lock, String> {
+        match self {
+            Committer::Local(store) => store.lock().map(Lock::Local).map_err(|e| format!("{}: {e}", store.root.display())),
+            Committer::Remote(remote) => remote.lock().map(Lock::Remote),
+        }
+    }
+
+    /// Removes what killed writers left. Lock held.
+    pub fn clean_up(&self) -> Result<(), String> {
+        match self {
+            Committer::Local(store) => {
+                store.clean_up();
+                Ok(())
+            }
+            Committer::Remote(remote) => {
+                let remote = remote.clone();
+                block_on(async move { remote.clean_up().await })
+            }
+        }
+    }
+
+    pub fn run_exists(&self, id: &str) -> Result<bool, String> {
+        match self {
+            Committer::Local(store) => Ok(store.run_exists(id)),
+            Committer::Remote(remote) => {
+                let (remote, id) = (remote.clone(), id.to_string());
+                block_on(async move { remote.run_exists(&id).await })
+            }
+        }
+    }
+
+    /// Deletes a committed run. Lock held.
+    pub fn remove_run(&self, id: &str) -> Result<(), String> {
+        match self {
+            Committer::Local(store) => store.remove_run(id).map_err(|e| format!("{}: {e}", store.root.display())),
+            Committer::Remote(remote) => {
+                let (remote, id) = (remote.clone(), id.to_string());
+                block_on(async move { remote.remove_run(&id).await })
+            }
+        }
+    }
+
+    /// Makes a staged run visible under `run_id`, `runs` last; the staging copy is gone
+    /// afterwards, committed or not. Lock held.
+    pub fn commit(&self, staged: Staged, run_id: &str) -> Result<(), String> {
+        match self {
+            Committer::Local(store) => {
+                let committed = store.commit(&staged, run_id);
+                if committed.is_err() {
+                    let _ = store.remove_run(run_id);
+                }
+                staged.discard();
+                committed
+            }
+            Committer::Remote(remote) => {
+                let (remote, id) = (remote.clone(), run_id.to_string());
+                let dir = staged.dir.clone();
+                let committed = block_on(async move { remote.commit(&staged, &id).await.map(|_| staged) });
+                match committed {
+                    Ok(staged) => {
+                        staged.discard();
+                        Ok(())
+                    }
+                    Err(e) => {
+                        let _ = std::fs::remove_dir_all(dir);
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! W&B, as the reference tool uses it: run targets resolved through W&B's GraphQL API (a
+//! stand-in server answering with the API's response shape, tests/servers/wandb_api.py) to
+//! the profile the trainer wrote in a bucket (moto's S3), and summaries published through
+//! the real `wandb` client in offline mode.
+
+mod common;
+
+use common::servers::{free_port, python, Emulator, S3};
+use common::{jax_cpu, stderr, stdout, temp_dir};
+use serde_json::{json, Value};
+use std::process::{Child, Command, Stdio};
+
+/// The stand-in API, stopped when dropped.
+struct Api {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn api(runs: &Value) -> Api {
+    let port = free_port();
+    let file = temp_dir("wandb-runs").join("runs.json");
+    std::fs::write(&file, runs.to_string()).unwrap();
+    let script = common::repo().join("tests/servers/wandb_api.py");
+    let child =
+        Command::new(python()).arg(script).arg(port.to_string()).arg("test-key").arg(&file).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the W&B stand-in did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Api { child, port }
+}
+
+fn has_wandb() -> bool {
+    let ok = Command::new(python()).args(["-c", "import wandb"]).output().is_ok_and(|o| o.status.success());
+    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("the wandb package is not installed in the test venv (CI requires it; .ci/run installs it)");
+    }
+    ok
+}
+
+#[test]
+fn a_run_target_ingests_the_profile_its_trainer_wrote() {
+    let Some(s3) = S3::start() else { return };
+    s3.mkbucket("logs");
+    s3.upload("logs", "marin/trainer-456/profiler", &jax_cpu("mlp_train"));
+    let runs = json!({"marin-community/marin/run-123": {
+        "config": {"trainer": {"log_dir": "s3://logs/marin", "id": "trainer-456", "resources": {"tpu_topology": "v6e-8"}}, "git_commit": "0123abcd"},
+        "summaryMetrics": {"throughput/device_kind": "TPU v6 lite", "num_devices": 8, "num_hosts": 2}
+    }});
+    let api = api(&runs);
+    let base = format!("http://127.0.0.1:{}", api.port);
+    let env = [("WANDB_BASE_URL", base.as_str()), ("WANDB_API_KEY", "test-key")];
+    let store = temp_dir("wandb-store");
+    let cache = temp_dir("remote-cache");
+    for target in ["https://wandb.ai/marin-community/marin/runs/run-123", "run-123"] {
+        let mut args = vec!["ingest", "--run-target", target, "--store", store.to_str().unwrap()];
+        if target == "run-123" {
+            args.extend(["--entity", "marin-community", "--project", "marin"]);
+        }
+        let o = s3.profq(&args, &cache, &env);
+        assert!(o.status.success(), "{target}: {}", stderr(&o));
+    }
+    let rows = common::sql(&store, "SELECT run_id, source_path, labels FROM runs");
+    assert_eq!(rows.len(), 1, "the second ingest of the same trace is a no-op: {rows:?}");
+    assert_eq!(rows[0]["run_id"], "trainer-456");
+    assert_eq!(rows[0]["source_path"], "s3://logs/marin/trainer-456/profiler");
+    let labels = rows[0]["labels"].to_string();
+    for want in ["marin-community/marin/run-123", "0123abcd", "TPU v6 lite", "v6e-8", "config_hash"] {
+        assert!(labels.contains(want), "{want} missing from the run's labels: {labels}");
+    }
+    // A wrong key, an unknown run, a malformed target: one line each.
+    let bad_key = s3.profq(
+        &["ingest", "--run-target", "marin-community/marin/run-123", "--store", store.to_str().unwrap()],
+        &cache,
+        &[("WANDB_BASE_URL", &base), ("WANDB_API_KEY", "wrong")],
+    );
+    assert_eq!(bad_key.status.code(), Some(3), "{}", stderr(&bad_key));
+    assert!(stderr(&bad_key).contains("401"), "{}", stderr(&bad_key));
+    let unknown = s3.profq(&["ingest", "--run-target", "marin-community/marin/nope", "--store", store.to_str().unwrap()], &cache, &env);
+    assert_eq!(unknown.status.code(), Some(3));
+    assert!(stderr(&unknown).contains("no such run"), "{}", stderr(&unknown));
+    let malformed = s3.profq(&["ingest", "--run-target", "a/b", "--store", store.to_str().unwrap()], &cache, &env);
+    assert_eq!(malformed.status.code(), Some(2), "{}", stderr(&malformed));
+    for o in [&bad_key, &unknown, &malformed] {
+        assert_eq!(stderr(o).trim().lines().count(), 1, "{}", stderr(o));
+        assert!(!stderr(o).contains("test-key"));
+    }
+}
+
+fn summary_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("summary.json");
+    let o = common::profq(&["summarize", jax_cpu("mlp_train").to_str().unwrap(), "--output", path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    path
+}
+
+#[test]
+fn a_dry_run_says_what_would_be_published() {
+    let dir = temp_dir("publish");
+    let summary = summary_file(&dir);
+    let o = common::profq(&["publish", summary.to_str().unwrap(), "--entity", "e", "--project", "p", "--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["status"], "dry_run");
+    assert_eq!(v["artifact_type"], "profile_summary");
+    assert_eq!(v["aliases"], json!(["latest"]));
+    assert_eq!(v["summary_path"], summary.to_str().unwrap());
+    assert!(v["artifact_name"].as_str().unwrap().starts_with("profile-summary-"));
+    assert_eq!(v["metadata"]["schema_version"], "profile_summary.v1");
+    assert_eq!(v["metadata"]["source_format"], "xplane_pb");
+    assert!(v["metadata"]["step_median"].is_number());
+    let named = common::profq(&[
+        "publish",
+        summary.to_str().unwrap(),
+        "--entity",
+        "e",
+        "--project",
+        "p",
+        "--artifact-name",
+        "n",
+        "--alias",
+        "a",
+        "--alias",
+        "b",
+        "--dry-run",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&named)).unwrap();
+    assert_eq!((v["artifact_name"].clone(), v["aliases"].clone()), (json!("n"), json!(["a", "b"])));
+    let no_project = Command::new(env!("CARGO_BIN_EXE_profq"))
+        .args(["publish", summary.to_str().unwrap(), "--entity", "e", "--dry-run"])
+        .env_remove("WANDB_PROJECT")
+        .output()
+        .unwrap();
+    assert_eq!(no_project.status.code(), Some(3), "{}", stderr(&no_project));
+    assert!(stderr(&no_project).contains("--project"));
+}
+
+#[test]
+fn publishing_records_the_artifact_in_an_offline_wandb_run() {
+    if !has_wandb() {
+        return;
+    }
+    let dir = temp_dir("publish");
+    let summary = summary_file(&dir);
+    let report = dir.join("report.md");
+    let o = common::profq(&["report", jax_cpu("mlp_train").to_str().unwrap(), "--output", report.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let wandb_dir = temp_dir("wandb-dir");
+    let o = Command::new(env!("CARGO_BIN_EXE_profq"))
+        .args([
+            "publish",
+            summary.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--entity",
+            "e",
+            "--project",
+            "p",
+            "--artifact-name",
+            "mlp-train-summary",
+        ])
+        .env("PROFQ_PYTHON", python())
+        .env("WANDB_MODE", "offline")
+        .env("WANDB_DIR", &wandb_dir)
+        .env("WANDB_SILENT", "true")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["status"], "published");
+    let script = common::repo().join("tests/servers/wandb_offline_artifacts.py");
+    let read = Command::new(python()).arg(script).arg(&wandb_dir).output().unwrap();
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    let artifacts: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(artifacts.as_array().unwrap().len(), 1, "{artifacts}");
+    assert_eq!(artifacts[0]["name"], "mlp-train-summary");
+    assert_eq!(artifacts[0]["type"], "profile_summary");
+    assert_eq!(artifacts[0]["files"], json!(["report.md", "summary.json"]));
+}
