@@ -169,6 +169,9 @@ fn an_s3_store_keeps_a_local_stores_promises() {
     assert_eq!(r, l);
     let (r, l) = same(&["run", "trends", "--format", "csv"]);
     assert_eq!(r, l);
+    // PROFQ_STORE names a bucket store as --store does.
+    let by_env = s3.profq(&["sql", "SELECT count(*) AS runs FROM runs", "--format", "csv"], &cache, &[("PROFQ_STORE", &url)]);
+    assert_eq!(stdout(&by_env), "runs\n2\n", "{}", stderr(&by_env));
     // Nothing is left beside the runs: no staging objects, no lock.
     let keys = s3.keys("store", "team/profq/");
     assert!(keys.iter().all(|k| !k.contains(".staging") && !k.ends_with(".lock")), "{keys:?}");
@@ -210,7 +213,7 @@ fn a_killed_ingest_leaves_no_visible_run_and_is_cleaned_up() {
     s3.mkbucket("store");
     let url = store_url("s3");
     // Through a slow proxy the upload takes seconds: kill the writer while it holds the lock.
-    let slow = flaky_proxy(s3.server.port, "up", 0, 40);
+    let slow = flaky_proxy(s3.server.port, "up", 0, 250);
     let cache = temp_dir("remote-cache");
     let mut cmd = s3.command(&["ingest", jax_cpu("transformer_lm").to_str().unwrap(), "--store", &url, "--run-id", "killed"], &cache, &[]);
     cmd.envs(s3.env_via(slow.port)).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());

@@ -82,8 +82,9 @@ fn session_config(partitions: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(partitions).set_usize("datafusion.optimizer.max_passes", 1)
 }
 
-/// The runtime of a session over a store: DataFusion's defaults, with profq's object-store
-/// registry, so that `s3://` and `gs://` tables resolve to the stores [`crate::remote`] builds.
+/// The runtime of every session profq builds: DataFusion's defaults, with profq's one
+/// object-store registry, so that `s3://` and `gs://` tables resolve to the stores
+/// [`crate::remote`] builds.
 fn runtime_env() -> Arc<RuntimeEnv> {
     RuntimeEnvBuilder::new().with_object_store_registry(crate::remote::registry()).build_arc().expect("a runtime of defaults builds")
 }
@@ -98,7 +99,7 @@ enum Rows {
 
 /// A session for tables held in memory, with profq's SQL functions.
 fn in_memory_session(spread: Spread, rows: Rows) -> SessionContext {
-    let mut state = SessionStateBuilder::new().with_config(session_config(spread.partitions())).with_default_features();
+    let mut state = SessionStateBuilder::new().with_config(session_config(spread.partitions())).with_runtime_env(runtime_env()).with_default_features();
     if spread == Spread::Narrow {
         state = state.with_optimizer_rules(narrow_logical_rules()).with_physical_optimizer_rules(narrow_physical_rules(rows));
     }

@@ -27,11 +27,16 @@ impl Committer {
     }
 
     /// Where a run is staged before it is committed: inside a local store (renames into
-    /// place stay on one file system), in the cache for a bucket's.
+    /// place stay on one file system), in the cache for a bucket's. The cache's staging
+    /// directories of writers that are gone are removed first.
     pub fn staging_store(&self) -> Store {
         match self {
             Committer::Local(store) => Store::open(&store.root),
-            Committer::Remote(_) => Store::open(&crate::remote::mirror::cache_dir().join("staging")),
+            Committer::Remote(_) => {
+                let scratch = Store::open(&crate::remote::mirror::cache_dir().join("staging"));
+                scratch.clean_up();
+                scratch
+            }
         }
     }
 
