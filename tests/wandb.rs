@@ -76,6 +76,15 @@ fn a_run_target_ingests_the_profile_its_trainer_wrote() {
     for want in ["marin-community/marin/run-123", "0123abcd", "TPU v6 lite", "v6e-8", "config_hash"] {
         assert!(labels.contains(want), "{want} missing from the run's labels: {labels}");
     }
+    // The run's summary carries its W&B metadata.
+    let o = common::profq(&["summarize", "--run", "trainer-456", "--store", store.to_str().unwrap()]);
+    let summary: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let meta = &summary["run_metadata"];
+    assert_eq!(meta["run_path"], "marin-community/marin/run-123");
+    assert_eq!(meta["git_sha"], "0123abcd");
+    assert_eq!(meta["mesh_or_topology"], "v6e-8");
+    assert_eq!(meta["artifact_ref"], "s3://logs/marin/trainer-456/profiler");
+    assert_eq!(meta["run_id"], "trainer-456");
     // A wrong key, an unknown run, a malformed target: one line each.
     let bad_key = s3.profq(
         &["ingest", "--run-target", "marin-community/marin/run-123", "--store", store.to_str().unwrap()],

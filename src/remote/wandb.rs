@@ -146,12 +146,16 @@ impl WandbRun {
         Ok(format!("{}/{id}/profiler", log_dir.trim_end_matches('/')))
     }
 
-    /// The run's metadata as run labels, by the reference tool's rules: its path, git sha,
-    /// config hash (first 16 hex digits of the SHA-256 of the config as sorted JSON), device
-    /// kind, and host and device counts.
+    /// The run's metadata as run labels named like the summary's `run_metadata` fields, by the
+    /// reference tool's rules: its path, git sha, config hash (first 16 hex digits of the
+    /// SHA-256 of the config as sorted JSON), device kind, topology, and host and device counts.
     pub fn labels(&self) -> Vec<(String, String)> {
         use sha2::{Digest, Sha256};
-        let mut labels = vec![("wandb_run_path".to_string(), self.target.path())];
+        let mut labels = vec![("run_path".to_string(), self.target.path())];
+        if let Ok(dir) = self.profile_dir() {
+            labels.push(("artifact_ref".into(), dir));
+            labels.push(("artifact_name".into(), "profiler".into()));
+        }
         let first = |keys: &[&str], from: &[&Value]| from.iter().flat_map(|v| keys.iter().map(move |k| &v[*k])).find(|v| !v.is_null()).cloned();
         if let Some(sha) = first(&["git_commit", "git_sha"], &[&self.config]).and_then(|v| v.as_str().map(str::to_string)) {
             labels.push(("git_sha".into(), sha));
@@ -200,7 +204,8 @@ mod tests {
         let run = run_of(&target, &answer).unwrap();
         assert_eq!(run.profile_dir().unwrap(), "gs://b/logs/trainer-456/profiler");
         let labels: std::collections::BTreeMap<_, _> = run.labels().into_iter().collect();
-        assert_eq!(labels["wandb_run_path"], "e/p/run-123");
+        assert_eq!(labels["run_path"], "e/p/run-123");
+        assert_eq!((labels["artifact_ref"].as_str(), labels["artifact_name"].as_str()), ("gs://b/logs/trainer-456/profiler", "profiler"));
         assert_eq!(labels["git_sha"], "deadbeef");
         assert_eq!(labels["hardware_type"], "TPU v6 lite");
         assert_eq!(labels["mesh_or_topology"], "v6e-8");

@@ -525,14 +525,17 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         generated_at_utc: iso_utc(start_epoch),
         source_format: source_format.into(),
         source_path: source_path.into(),
-        run_metadata: RunMetadata {
-            // A profile summarized in memory has no store run id.
-            run_id: (run_id != crate::source::INPUT_RUN_ID).then(|| run_id.to_string()),
-            hardware_type: Some(device_kinds.first().cloned().unwrap_or_else(|| "CPU".into())),
-            num_devices: count(&overview, "num_devices"),
-            num_hosts: count(&overview, "num_hosts"),
-            ..RunMetadata::default()
-        },
+        run_metadata: fill_from_labels(
+            RunMetadata {
+                // A profile summarized in memory has no store run id.
+                run_id: (run_id != crate::source::INPUT_RUN_ID).then(|| run_id.to_string()),
+                hardware_type: Some(device_kinds.first().cloned().unwrap_or_else(|| "CPU".into())),
+                num_devices: count(&overview, "num_devices"),
+                num_hosts: count(&overview, "num_hosts"),
+                ..RunMetadata::default()
+            },
+            &run,
+        ),
         trace_overview: TraceOverview {
             display_time_unit: if source_format == "xplane_pb" { Some("us".into()) } else { text(&run, "display_time_unit") },
             num_events_total: count(&overview, "num_events_total"),
@@ -580,9 +583,34 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// The statement over `runs` a summary reads: the run's row.
+/// The `run_metadata` fields a run label of the same name fills when the profile leaves
+/// them empty (`--label git_sha=…`; a W&B run target records them).
+const LABELLED_METADATA: [&str; 7] = ["run_path", "artifact_ref", "artifact_name", "hardware_type", "mesh_or_topology", "git_sha", "config_hash"];
+
+/// The statement over `runs` a summary reads: the run's row, and its labels named like
+/// [`LABELLED_METADATA`] as `label_<field>`.
 fn run_statement(run_id: &str) -> String {
-    format!("SELECT * FROM runs WHERE run_id = '{}'", run_id.replace('\'', "''"))
+    let labelled: Vec<String> = LABELLED_METADATA.iter().map(|f| format!("labels['{f}'] AS label_{f}")).collect();
+    format!("SELECT *, {} FROM runs WHERE run_id = '{}'", labelled.join(", "), run_id.replace('\'', "''"))
+}
+
+/// `metadata` with the fields it leaves empty filled from the run's labels.
+fn fill_from_labels(mut metadata: RunMetadata, run: &Row) -> RunMetadata {
+    for field in LABELLED_METADATA {
+        let slot = match field {
+            "run_path" => &mut metadata.run_path,
+            "artifact_ref" => &mut metadata.artifact_ref,
+            "artifact_name" => &mut metadata.artifact_name,
+            "hardware_type" => &mut metadata.hardware_type,
+            "mesh_or_topology" => &mut metadata.mesh_or_topology,
+            "git_sha" => &mut metadata.git_sha,
+            _ => &mut metadata.config_hash,
+        };
+        if slot.is_none() {
+            *slot = text(run, &format!("label_{field}"));
+        }
+    }
+    metadata
 }
 
 /// The texts of list column `column` in the first row of `batches` (the run's warnings or
