@@ -8,7 +8,7 @@
 //! The cache (`PROFQ_CACHE_DIR`, default `~/.cache/profq`) holds each object at
 //! `objects/<scheme>/<bucket>/<key>`, so a mirrored session keeps its log dir's path and
 //! the run its name. A file is fetched in ranged GETs run in parallel into a `.partial`
-//! file, renamed into place once whole; the GETs are conditional on the listed ETag, so an
+//! file (`partial/<pid>-…`), renamed into place once whole; the GETs are conditional on the listed ETag, so an
 //! object replaced mid-copy fails the copy instead of mixing versions. A file whose size
 //! and ETag match the listing is not fetched again. Past `PROFQ_CACHE_BYTES` (default
 //! 20 GiB) the least recently used files are evicted, never those of the current INPUT.
@@ -166,10 +166,24 @@ fn unique_suffix() -> String {
 impl Cache {
     fn open() -> Result<Cache, String> {
         let root = cache_dir();
-        for dir in ["objects", "index"] {
+        for dir in ["objects", "index", "partial"] {
             std::fs::create_dir_all(root.join(dir)).map_err(|e| format!("cache {}: {e}", root.join(dir).display()))?;
         }
-        Ok(Cache { root })
+        let cache = Cache { root };
+        cache.remove_partials_of_gone_writers();
+        Ok(cache)
+    }
+
+    /// Removes the `.partial` copies that writers killed mid-download left (named by pid).
+    fn remove_partials_of_gone_writers(&self) {
+        let Ok(rd) = std::fs::read_dir(self.root.join("partial")) else { return };
+        for entry in rd.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name.split('-').next().and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 
     fn relative(url: &ObjectUrl, key: &ObjectPath) -> String {
@@ -228,15 +242,16 @@ impl Cache {
     }
 
     /// Fetches `wanted` in ranged GETs, all files' ranges in flight together; each file goes
-    /// into a `.partial` copy renamed into place when whole. On failure no partial copy stays.
+    /// into a `.partial` copy (under `partial/`, named by this process) renamed into place
+    /// when whole. On failure no partial copy stays; a killed writer's are removed by the next.
     async fn download(&self, store: &Arc<dyn ObjectStore>, url: &ObjectUrl, wanted: &[(&ObjectMeta, PathBuf)]) -> Result<(), String> {
         if wanted.is_empty() {
             return Ok(());
         }
         let suffix = unique_suffix();
         let mut partials = Vec::new();
-        for (meta, local) in wanted {
-            let partial = PathBuf::from(format!("{}.partial-{suffix}", local.display()));
+        for (k, (meta, local)) in wanted.iter().enumerate() {
+            let partial = self.root.join("partial").join(format!("{suffix}-{k}.partial"));
             let created = std::fs::create_dir_all(local.parent().expect("cached files live in a directory"))
                 .and_then(|_| std::fs::File::create(&partial))
                 .and_then(|f| f.set_len(meta.size).map(|_| f));
