@@ -69,6 +69,24 @@ fn inputs_mean_what_local_paths_mean(emulator: &dyn Emulator) {
         assert!(o.status.success(), "{url}: {}", stderr(&o));
         assert!(summary_body(&stdout(&o)) == want, "{url} summarised unlike the local copy");
     }
+    // Every command that takes an INPUT reads the URL as it reads the directory.
+    let url = format!("{scheme}://profiles/team/run-a");
+    let local = capture.to_str().unwrap();
+    for (remote_args, local_args) in [
+        (vec!["run", "hot_ops", url.as_str(), "--format", "csv"], vec!["run", "hot_ops", local, "--format", "csv"]),
+        (vec!["query", "top ops", url.as_str()], vec!["query", "top ops", local]),
+        (vec!["report", url.as_str()], vec!["report", local]),
+    ] {
+        let r = emulator.profq(&remote_args, &cache, &[]);
+        assert!(r.status.success(), "{remote_args:?}: {}", stderr(&r));
+        let l = common::profq(&local_args);
+        assert_eq!(stdout(&r).replace(url.as_str(), local), stdout(&l), "{remote_args:?}");
+    }
+    let compared = emulator.profq(&["compare", "--before", &url, "--after", local], &cache, &[]);
+    assert!(compared.status.success(), "{}", stderr(&compared));
+    let compared: Value = serde_json::from_str(&stdout(&compared)).unwrap();
+    assert_eq!(compared["before_source"], url.as_str());
+    assert!(compared.to_string().contains("same trace_sha256"), "the URL's trace is the local copy's");
     // The session's profile files are cached whole, with their log dir's path.
     let copy = cache.join(format!("objects/{scheme}/profiles/team/run-a/plugins/profile/{session}/vm.xplane.pb"));
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(capture.join(format!("plugins/profile/{session}/vm.xplane.pb"))).unwrap());
