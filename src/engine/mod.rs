@@ -15,6 +15,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::empty::EmptyTable;
 use datafusion::datasource::MemTable;
 use datafusion::execution::context::SQLOptions;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
@@ -242,8 +243,8 @@ impl Engine {
                 let table = ListingTable::try_new(config).map_err(|e| QueryError(e.to_string()))?;
                 ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
             } else {
-                let empty = MemTable::try_new(table_schema(t), vec![vec![]]).map_err(|e| QueryError(e.to_string()))?;
-                ctx.register_table(t.name, Arc::new(empty)).map_err(|e| QueryError(e.to_string()))?;
+                // An empty table, of a kind a plan can carry to another process (a MemTable cannot).
+                ctx.register_table(t.name, Arc::new(EmptyTable::new(table_schema(t)))).map_err(|e| QueryError(e.to_string()))?;
             }
         }
         Ok(Engine::over_every_column(ctx))
