@@ -26,8 +26,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Bytes per ranged GET.
-const PART_BYTES: u64 = 8 << 20;
+/// Bytes per ranged GET: the top of the 8–16 MB S3 recommends for parallel ranged GETs, so
+/// that a request's fixed cost stays small against its transfer while a large file is
+/// still fetched over many connections.
+const PART_BYTES: u64 = 16 << 20;
 /// Ranged GETs in flight at once, over all the files of an INPUT.
 const GETS_IN_FLIGHT: usize = 16;
 /// The default cache budget.
@@ -40,7 +42,8 @@ pub struct Mirrored {
     pub notes: Vec<String>,
 }
 
-/// Mirrors the profile `text` (`s3://…` or `gs://…`) names into the cache.
+/// Mirrors the profile `text` (`s3://…` or `gs://…`) names into the cache. An error says
+/// what went wrong, for the caller to put after the INPUT.
 pub fn mirror_input(text: &str) -> Result<Mirrored, String> {
     let url = ObjectUrl::parse(text)?;
     super::block_on(async move {
@@ -69,19 +72,19 @@ async fn choose(store: &Arc<dyn ObjectStore>, url: &ObjectUrl) -> Result<Chosen,
                 let mut files = vec![meta];
                 if kind_of_file(Path::new(key.as_ref())) == Some(SourceKind::XPlane) {
                     let parent: ObjectPath = key.as_ref().rsplit_once('/').map(|(dir, _)| ObjectPath::from(dir)).unwrap_or_default();
-                    let listed = store.list_with_delimiter(Some(&parent)).await.map_err(|e| format!("{}: {}", url, describe(&e)))?;
+                    let listed = store.list_with_delimiter(Some(&parent)).await.map_err(|e| describe(&e))?;
                     files.extend(listed.objects.into_iter().filter(|m| is_hlo_side_file(Path::new(m.location.as_ref()))));
                 }
                 return Ok(Chosen { files, stands_for: key, notes: vec![] });
             }
             Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(format!("{url}: {}", describe(&e))),
+            Err(e) => return Err(describe(&e)),
         }
     }
     let prefix = (!url.key.is_empty()).then_some(&key);
-    let listed: Vec<ObjectMeta> = store.list(prefix).try_collect().await.map_err(|e| format!("{url}: {}", describe(&e)))?;
+    let listed: Vec<ObjectMeta> = store.list(prefix).try_collect().await.map_err(|e| describe(&e))?;
     if listed.is_empty() {
-        return Err(format!("{url}: no such object or prefix"));
+        return Err("no such object or prefix".into());
     }
     let base_depth = if url.key.is_empty() { 0 } else { key.parts().count() };
     let mut by_dir: BTreeMap<PathBuf, Vec<ObjectMeta>> = BTreeMap::new();
@@ -97,7 +100,7 @@ async fn choose(store: &Arc<dyn ObjectStore>, url: &ObjectUrl) -> Result<Chosen,
     let is_profile = |m: &ObjectMeta| is_profiler_file(Path::new(m.location.as_ref()));
     let sessions: Vec<PathBuf> = by_dir.iter().filter(|(_, files)| files.iter().any(is_profile)).map(|(dir, _)| dir.clone()).collect();
     let has_xplane = |dir: &Path| by_dir[dir].iter().any(|m| kind_of_file(Path::new(m.location.as_ref())) == Some(SourceKind::XPlane));
-    let chosen = choose_session(&sessions, has_xplane).ok_or_else(|| format!("{url}: {NO_PROFILE}"))?;
+    let chosen = choose_session(&sessions, has_xplane).ok_or_else(|| NO_PROFILE.to_string())?;
     let session = chosen.session.clone();
     let notes = chosen.note.into_iter().collect();
     let files = by_dir.remove(&session).unwrap_or_default().into_iter().filter(|m| is_profile(m) || is_hlo_side_file(Path::new(m.location.as_ref()))).collect();
@@ -291,7 +294,7 @@ impl Cache {
         progress_done();
         if let Err((k, what)) = fetched {
             partials.iter().for_each(|(_, p)| drop(std::fs::remove_file(p)));
-            return Err(format!("{}: download failed: {what}", url.url_of(&wanted[k].0.location)));
+            return Err(format!("download of {} failed: {what}", url.url_of(&wanted[k].0.location)));
         }
         for ((_, local), (_, partial)) in wanted.iter().zip(&partials) {
             if let Err(e) = std::fs::rename(partial, local) {

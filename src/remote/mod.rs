@@ -40,19 +40,20 @@ pub struct ObjectUrl {
 }
 
 impl ObjectUrl {
-    /// Parses `s3://bucket/prefix` or `gs://bucket/prefix`; any other scheme is refused.
+    /// Parses `s3://bucket/prefix` or `gs://bucket/prefix`; any other scheme is refused (the
+    /// error says why, for the caller to put after the text).
     pub fn parse(text: &str) -> Result<ObjectUrl, String> {
-        let (scheme, rest) = text.split_once("://").ok_or_else(|| format!("{text}: not a URL"))?;
+        let (scheme, rest) = text.split_once("://").ok_or("not a URL")?;
         if !SCHEMES.contains(&scheme) {
-            return Err(format!("{text}: unsupported scheme {scheme:?} (profq reads s3:// and gs://)"));
+            return Err(format!("unsupported scheme {scheme:?} (profq reads s3:// and gs://)"));
         }
         let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
-            return Err(format!("{text}: no bucket named"));
+            return Err("no bucket named".into());
         }
         let key = key.trim_matches('/');
         // Object keys are paths of non-empty parts, none of them `.` or `..`.
-        ObjectPath::parse(key).map_err(|e| format!("{text}: invalid object key: {e}"))?;
+        ObjectPath::parse(key).map_err(|e| format!("invalid object key: {e}"))?;
         Ok(ObjectUrl { scheme: scheme.into(), bucket: bucket.into(), key: key.into() })
     }
 

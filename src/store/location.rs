@@ -25,7 +25,7 @@ impl Location {
     /// directory.
     pub fn parse(text: &str) -> Result<Location, String> {
         if is_url(text) {
-            return ObjectUrl::parse(text).map(Location::Remote);
+            return ObjectUrl::parse(text).map(Location::Remote).map_err(|e| format!("{text}: {e}"));
         }
         Ok(Location::Local(PathBuf::from(text)))
     }
