@@ -64,15 +64,16 @@ pub async fn open(source: &Source, spread: Spread) -> Result<Opened, SourceError
 pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Statement>) -> Result<Opened, SourceError> {
     match source {
         Source::Run { store, run_id } => {
-            if !store.run_exists(run_id).await.map_err(no_store)? {
+            // One look at the run's partitions: without `runs` it is not in the store; without
+            // another table its analyses would read it as empty (wrong answers, not an error).
+            let missing = store.tables_missing(run_id).await.map_err(no_store)?;
+            if missing.contains(&"runs") {
                 let known = store.run_ids().await.map_err(no_store)?;
                 return Err(SourceError::NoRun(format!(
                     "no run {run_id:?} in {store} (runs: {})",
                     if known.is_empty() { "none".to_string() } else { known.join(", ") }
                 )));
             }
-            // Its analyses would read a missing table as empty: wrong answers, not an error.
-            let missing = store.tables_missing(run_id).await.map_err(no_store)?;
             if !missing.is_empty() {
                 return Err(SourceError::Query(QueryError(format!(
                     "run {run_id:?} in {store} has no {} table (ingested by an older profq): ingest its profile again with `--run-id {run_id} --force`",

@@ -278,13 +278,21 @@ impl Cache {
                 let (store, done) = (store.clone(), done.clone());
                 async move {
                     let options = GetOptions { range: Some(range.clone().into()), if_match: meta.e_tag.clone(), ..Default::default() };
-                    let bytes = store.get_opts(&meta.location, options).await.map_err(|e| (k, describe(&e)))?.bytes().await.map_err(|e| (k, describe(&e)))?;
-                    if bytes.len() as u64 != range.end - range.start {
-                        return Err((k, format!("short read: {} of {} bytes at {}", bytes.len(), range.end - range.start, range.start)));
+                    // Written as it arrives, so memory holds a few network buffers, not the part.
+                    let mut body = store.get_opts(&meta.location, options).await.map_err(|e| (k, describe(&e)))?.into_stream();
+                    let mut at = range.start;
+                    while let Some(chunk) = body.next().await {
+                        let chunk = chunk.map_err(|e| (k, describe(&e)))?;
+                        if at + chunk.len() as u64 > range.end {
+                            return Err((k, format!("the server sent more than the {} bytes asked at {}", range.end - range.start, range.start)));
+                        }
+                        file.write_all_at(&chunk, at).map_err(|e| (k, format!("cache: {e}")))?;
+                        at += chunk.len() as u64;
+                        progress(done.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64, total);
                     }
-                    file.write_all_at(&bytes, range.start).map_err(|e| (k, format!("cache: {e}")))?;
-                    let so_far = done.fetch_add(bytes.len() as u64, Ordering::Relaxed) + bytes.len() as u64;
-                    progress(so_far, total);
+                    if at != range.end {
+                        return Err((k, format!("short read: {} of {} bytes at {}", at - range.start, range.end - range.start, range.start)));
+                    }
                     Ok::<(), (usize, String)>(())
                 }
             })

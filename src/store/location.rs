@@ -54,8 +54,8 @@ impl Location {
         }
     }
 
-    /// Tables of the contract that committed run `id` has no partition of (see
-    /// [`Store::tables_missing`]).
+    /// Tables of the contract that run `id` has no partition of: `runs` when it is not
+    /// committed (see [`Store::tables_missing`]).
     pub async fn tables_missing(&self, id: &str) -> Result<Vec<&'static str>, String> {
         match self {
             Location::Local(root) => Ok(Store::open(root).tables_missing(id)),

@@ -85,10 +85,12 @@ impl Store {
         self.partition("runs", run_id).join(PART_FILE).exists()
     }
 
-    /// Tables of the contract that a committed run has no partition of: a run ingested by a
-    /// profq older than one of them (each ingest writes every table, empty ones included).
+    /// Tables of the contract that run `run_id` has no partition of: `runs` when the run is
+    /// not committed; another when it was ingested by a profq older than that table (each
+    /// ingest writes every table, empty ones included).
     pub fn tables_missing(&self, run_id: &str) -> Vec<&'static str> {
-        schema::TABLES.iter().map(|t| t.name).filter(|name| !self.partition(name, run_id).is_dir()).collect()
+        let has = |name: &str| if name == "runs" { self.run_exists(run_id) } else { self.partition(name, run_id).is_dir() };
+        schema::TABLES.iter().map(|t| t.name).filter(|name| !has(name)).collect()
     }
 
     /// Run ids with a committed `runs` partition, sorted.
