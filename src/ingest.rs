@@ -448,26 +448,45 @@ enum Committed {
 
 /// Commits a staged run under the store's lock: cleans up after killed writers, refuses a
 /// trace already stored (unless forced: then it replaces it), picks the run id and commits.
+/// The staged copy is gone afterwards, whatever happened.
 fn commit(target: &Committer, staged: Staged, sha: &str, opts: &IngestOptions) -> Result<Committed, IngestError> {
+    let decided = target.lock().map_err(IngestError::Store).and_then(|lock| Ok((lock, decide(target, &staged.run_id, sha, opts)?)));
+    match decided {
+        Ok((_lock, Committed::New(run_id))) => {
+            target.commit(staged, &run_id).map_err(IngestError::Store)?;
+            Ok(Committed::New(run_id))
+        }
+        Ok((_lock, present)) => {
+            staged.discard();
+            Ok(present)
+        }
+        Err(e) => {
+            staged.discard();
+            Err(e)
+        }
+    }
+}
+
+/// With the lock held: the run id a staged run (named `provisional`) is committed under, or
+/// the run already holding its trace. Removes what killed writers left, and what `--force`
+/// replaces.
+fn decide(target: &Committer, provisional: &str, sha: &str, opts: &IngestOptions) -> Result<Committed, IngestError> {
     let store_err = IngestError::Store;
-    let _lock = target.lock().map_err(store_err)?;
     target.clean_up().map_err(store_err)?;
     let existing = find_by_sha(&opts.store, sha).map_err(store_err)?;
     if let (Some(existing), false) = (&existing, opts.force) {
-        staged.discard();
         return Ok(Committed::AlreadyPresent(existing.clone()));
     }
     let run_id = match &opts.run_id {
         Some(id) if !opts.force && target.run_exists(id).map_err(store_err)? => {
-            staged.discard();
             return Err(IngestError::Usage(format!("run id {id:?} already exists in {} (use --force to replace it)", opts.store)));
         }
         Some(id) => id.clone(),
         None => {
-            let mut id = staged.run_id.clone();
+            let mut id = provisional.to_string();
             let mut k = 2;
             while target.run_exists(&id).map_err(store_err)? {
-                id = format!("{}-{k}", staged.run_id);
+                id = format!("{provisional}-{k}");
                 k += 1;
             }
             id
@@ -480,6 +499,5 @@ fn commit(target: &Committer, staged: Staged, sha: &str, opts: &IngestOptions) -
             }
         }
     }
-    target.commit(staged, &run_id).map_err(store_err)?;
     Ok(Committed::New(run_id))
 }
