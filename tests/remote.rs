@@ -374,3 +374,28 @@ fn a_dropped_upload_leaves_no_visible_run() {
     let keys = s3.keys("store", "team/profq/");
     assert!(keys.iter().all(|k| !k.contains(".staging") && !k.ends_with(".lock")), "{keys:?}");
 }
+
+#[test]
+fn the_cache_keeps_to_its_budget_evicting_the_least_recently_used() {
+    let Some(s3) = S3::start() else { return };
+    s3.mkbucket("pbucket");
+    let names = ["mlp_train", "mlp_after", "host_bound_gappy"];
+    for name in names {
+        s3.upload("pbucket", name, &common::xplane_of(&jax_cpu(name)));
+    }
+    let cache = temp_dir("remote-cache");
+    let size = |name: &str| std::fs::metadata(common::xplane_of(&jax_cpu(name))).unwrap().len();
+    // Room for the two most recent copies only.
+    let budget = (size("mlp_after") + size("host_bound_gappy") + 1).to_string();
+    for name in names {
+        let o = s3.profq(&["summarize", &format!("s3://pbucket/{name}/vm.xplane.pb")], &cache, &[("PROFQ_CACHE_BYTES", &budget)]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+    }
+    let cached = |name: &str| cache.join(format!("objects/s3/pbucket/{name}/vm.xplane.pb")).exists();
+    assert!(!cached("mlp_train"), "the least recently used copy stays past the budget");
+    assert!(cached("mlp_after") && cached("host_bound_gappy"));
+    // A copy larger than the whole budget is still used for its own INPUT.
+    let o = s3.profq(&["summarize", "s3://pbucket/mlp_train/vm.xplane.pb"], &cache, &[("PROFQ_CACHE_BYTES", "1")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(cached("mlp_train") && !cached("mlp_after") && !cached("host_bound_gappy"));
+}
