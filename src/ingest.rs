@@ -5,7 +5,7 @@ use crate::model::{ArgsKept, Capture};
 use crate::remote;
 use crate::store::{self, Committer, Location, Staged, Store};
 use crate::tables::{self, derive, derive::Deriver, ColumnsRead, GapColumns, OpColumns, RunInfo, RunTables};
-use crate::timing::stage_done;
+use crate::timing::{now_ns, stage_done};
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -75,10 +75,9 @@ pub fn resolve(input: &Path) -> Result<decode::Resolved, IngestError> {
 
 /// The run of `location` holding a trace with this sha256, if any: one query over `runs`.
 pub fn find_by_sha(location: &Location, sha: &str) -> Result<Option<String>, String> {
-    let (location, sha) = (location.clone(), sha.replace('\'', "''"));
-    remote::block_on(async move {
-        let engine = crate::engine::Engine::open_with(&location, crate::engine::Spread::Narrow).await.map_err(|e| e.to_string())?;
-        let sql = format!("SELECT run_id FROM runs WHERE trace_sha256 = '{sha}' ORDER BY run_id LIMIT 1");
+    remote::block_on(async {
+        let engine = crate::engine::Engine::open_with(location, crate::engine::Spread::Narrow).await.map_err(|e| e.to_string())?;
+        let sql = format!("SELECT run_id FROM runs WHERE trace_sha256 = '{}' ORDER BY run_id LIMIT 1", sha.replace('\'', "''"));
         let batches = engine.sql(&sql).await.map_err(|e| e.to_string())?;
         Ok(batches.iter().find(|b| b.num_rows() > 0).map(|b| arrow::util::display::array_value_to_string(b.column(0), 0).unwrap_or_default()))
     })
@@ -351,10 +350,6 @@ fn write_events(capture: &Capture, first_event_id: i64, staged: &Staged) -> Resu
         handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err("events writer panicked".into())))
     })?;
     Ok(rows)
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
 
 pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError> {

@@ -3,11 +3,17 @@
 //! time is its own rather than shared with the others running beside it, and splits each
 //! SQL statement's time into planning (SQL to plan; optimize and physical plan) and execution;
 //! with `PROFQ_EXPLAIN` set too, it prints each executed plan with its operators' metrics.
+//! Also the wall clock's reading, for what records when it happened ([`now_ns`]).
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
 static PROCESS_START: OnceLock<Instant> = OnceLock::new();
+
+/// The wall clock: ns since the Unix epoch (0 for a clock set before it).
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
 
 /// Marks the start of the process: each stage line then also says when it ended since
 /// then (which stages wait on others shows in these times, not in the stage durations).

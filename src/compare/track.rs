@@ -64,8 +64,7 @@ pub fn assess(comparison: &Value, t: &Thresholds) -> Value {
 
 /// ISO-8601 UTC of now, as the record's timestamp.
 pub fn now_utc() -> String {
-    let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
-    crate::summary::iso_utc(ns)
+    crate::summary::iso_utc(crate::timing::now_ns())
 }
 
 /// §6.3: the record of one tracked comparison.

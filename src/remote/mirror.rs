@@ -15,6 +15,8 @@
 
 use super::{describe, ObjectUrl};
 use crate::decode::{choose_session, is_hlo_side_file, is_profiler_file, kind_of_file, SourceKind, NO_PROFILE, SESSION_DEPTH};
+use crate::store::{process_gone, writer_name, writer_pid};
+use crate::timing::now_ns;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt};
@@ -46,7 +48,7 @@ pub struct Mirrored {
 /// what went wrong, for the caller to put after the INPUT.
 pub fn mirror_input(text: &str) -> Result<Mirrored, String> {
     let url = ObjectUrl::parse(text)?;
-    super::block_on(async move {
+    super::block_on(async {
         let store = url.store()?;
         let cache = Cache::open()?;
         let chosen = choose(&store, &url).await?;
@@ -157,15 +159,6 @@ impl Entry {
     }
 }
 
-fn now_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
-}
-
-/// A file name unique to this process and moment, for files being written.
-fn unique_suffix() -> String {
-    format!("{}-{}", std::process::id(), now_ns())
-}
-
 impl Cache {
     fn open() -> Result<Cache, String> {
         let root = cache_dir();
@@ -181,9 +174,7 @@ impl Cache {
     fn remove_partials_of_gone_writers(&self) {
         let Ok(rd) = std::fs::read_dir(self.root.join("partial")) else { return };
         for entry in rd.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = name.split('-').next().and_then(|p| p.parse::<u32>().ok());
-            if pid.is_some_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists()) {
+            if writer_pid(&entry.file_name().to_string_lossy()).is_some_and(process_gone) {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -211,7 +202,7 @@ impl Cache {
     /// Writes an index entry whole or not at all (a temp file renamed).
     fn write_entry(&self, entry: &Entry) -> Result<(), String> {
         let path = self.index_path(&entry.url);
-        let tmp = path.with_extension(format!("json.{}", unique_suffix()));
+        let tmp = path.with_extension(format!("json.{}", writer_name()));
         std::fs::write(&tmp, entry.to_json().to_string()).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             format!("cache {}: {e}", path.display())
@@ -251,7 +242,7 @@ impl Cache {
         if wanted.is_empty() {
             return Ok(());
         }
-        let suffix = unique_suffix();
+        let suffix = writer_name();
         let mut partials = Vec::new();
         for (k, (meta, local)) in wanted.iter().enumerate() {
             let partial = self.root.join("partial").join(format!("{suffix}-{k}.partial"));

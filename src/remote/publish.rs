@@ -122,9 +122,8 @@ fn run_client(spec: &Value) -> Result<Value, String> {
 
 /// Now in UTC as `YYYYmmdd-HHMMSS`.
 fn utc_stamp() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
     // `YYYY-mm-ddTHH:MM:SS…Z` → `YYYYmmdd-HHMMSS`.
-    let iso = crate::summary::iso_utc(now);
+    let iso = crate::compare::track::now_utc();
     let digits: String = iso.chars().take(19).filter(char::is_ascii_digit).collect();
     format!("{}-{}", &digits[..8], &digits[8..14])
 }

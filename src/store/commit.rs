@@ -40,13 +40,6 @@ impl Committer {
         }
     }
 
-    pub fn location(&self) -> Location {
-        match self {
-            Committer::Local(store) => Location::Local(store.root.clone()),
-            Committer::Remote(remote) => Location::Remote(remote.url.clone()),
-        }
-    }
-
     pub fn lock(&self) -> Result<Lock, String> {
         match self {
             Committer::Local(store) => store.lock().map(Lock::Local).map_err(|e| format!("{}: {e}", store.root.display())),
@@ -61,20 +54,14 @@ impl Committer {
                 store.clean_up();
                 Ok(())
             }
-            Committer::Remote(remote) => {
-                let remote = remote.clone();
-                block_on(async move { remote.clean_up().await })
-            }
+            Committer::Remote(remote) => block_on(remote.clean_up()),
         }
     }
 
     pub fn run_exists(&self, id: &str) -> Result<bool, String> {
         match self {
             Committer::Local(store) => Ok(store.run_exists(id)),
-            Committer::Remote(remote) => {
-                let (remote, id) = (remote.clone(), id.to_string());
-                block_on(async move { remote.run_exists(&id).await })
-            }
+            Committer::Remote(remote) => block_on(remote.run_exists(id)),
         }
     }
 
@@ -82,40 +69,24 @@ impl Committer {
     pub fn remove_run(&self, id: &str) -> Result<(), String> {
         match self {
             Committer::Local(store) => store.remove_run(id).map_err(|e| format!("{}: {e}", store.root.display())),
-            Committer::Remote(remote) => {
-                let (remote, id) = (remote.clone(), id.to_string());
-                block_on(async move { remote.remove_run(&id).await })
-            }
+            Committer::Remote(remote) => block_on(remote.remove_run(id)),
         }
     }
 
     /// Makes a staged run visible under `run_id`, `runs` last; the staging copy is gone
     /// afterwards, committed or not. Lock held.
     pub fn commit(&self, staged: Staged, run_id: &str) -> Result<(), String> {
-        match self {
+        let committed = match self {
             Committer::Local(store) => {
                 let committed = store.commit(&staged, run_id);
                 if committed.is_err() {
                     let _ = store.remove_run(run_id);
                 }
-                staged.discard();
                 committed
             }
-            Committer::Remote(remote) => {
-                let (remote, id) = (remote.clone(), run_id.to_string());
-                let dir = staged.dir.clone();
-                let committed = block_on(async move { remote.commit(&staged, &id).await.map(|_| staged) });
-                match committed {
-                    Ok(staged) => {
-                        staged.discard();
-                        Ok(())
-                    }
-                    Err(e) => {
-                        let _ = std::fs::remove_dir_all(dir);
-                        Err(e)
-                    }
-                }
-            }
-        }
+            Committer::Remote(remote) => block_on(remote.commit(&staged, run_id)),
+        };
+        staged.discard();
+        committed
     }
 }

@@ -72,6 +72,22 @@ pub fn sanitize_run_id(name: &str) -> String {
     out
 }
 
+/// A name for what this process writes now, unique to it and the moment: its pid, then the
+/// wall clock in ns. What a killed writer left is told by the pid ([`writer_pid`]).
+pub(crate) fn writer_name() -> String {
+    format!("{}-{}", std::process::id(), crate::timing::now_ns())
+}
+
+/// The pid that leads a name made by [`writer_name`] (more may follow it).
+pub(crate) fn writer_pid(name: &str) -> Option<u32> {
+    name.split('-').next()?.parse().ok()
+}
+
+/// Whether process `pid` of this host has ended (this one never has).
+pub(crate) fn process_gone(pid: u32) -> bool {
+    pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+}
+
 impl Store {
     pub fn open(root: &Path) -> Store {
         Store { root: root.to_path_buf() }
@@ -118,9 +134,7 @@ impl Store {
     pub fn clean_up(&self) {
         if let Ok(rd) = fs::read_dir(self.root.join(".staging")) {
             for e in rd.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let pid = name.split('-').next().and_then(|p| p.parse::<u32>().ok());
-                let alive = pid.is_some_and(|p| p == std::process::id() || Path::new(&format!("/proc/{p}")).exists());
+                let alive = writer_pid(&e.file_name().to_string_lossy()).is_some_and(|pid| !process_gone(pid));
                 if !alive {
                     let _ = fs::remove_dir_all(e.path());
                 }
@@ -153,14 +167,8 @@ impl Store {
 
     /// A private staging directory for a run (no lock needed); fill it with [`Store::write_tables`].
     pub fn new_staging(&self, run_id: &str) -> Result<Staged, String> {
-        // The writer's pid leads the name so clean_up can tell abandoned staging dirs.
-        let unique = format!(
-            "{}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
-            run_id
-        );
-        let dir = self.root.join(".staging").join(unique);
+        // Named by its writer, so that clean_up can tell abandoned staging dirs.
+        let dir = self.root.join(".staging").join(format!("{}-{run_id}", writer_name()));
         fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         Ok(Staged { dir, run_id: run_id.to_string(), parts_written: Default::default(), unsynced: Default::default() })
     }

@@ -18,6 +18,7 @@ use super::location::{commit_key, partition_key};
 use super::{Staged, PART_FILE};
 use crate::remote::{block_on, describe, ObjectUrl};
 use crate::tables::schema;
+use crate::timing::now_ns;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload, WriteMultipart};
@@ -43,10 +44,6 @@ pub struct RemoteStore {
 
 fn seconds_from_env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
 
 fn host_name() -> String {
@@ -214,8 +211,7 @@ impl RemoteStore {
 
     /// Takes the store's lock object, waiting while another live writer holds it.
     pub fn lock(&self) -> Result<RemoteLock, String> {
-        let this = self.clone();
-        block_on(async move { this.take_lock().await })
+        block_on(self.take_lock())
     }
 
     async fn take_lock(&self) -> Result<RemoteLock, String> {
@@ -256,7 +252,7 @@ impl RemoteStore {
 fn is_stale(holder: &serde_json::Value) -> bool {
     let expired = holder["expires_ns"].as_i64().is_none_or(|t| t <= now_ns());
     let here = holder["host"].as_str() == Some(host_name().as_str());
-    let gone = holder["pid"].as_u64().is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+    let gone = holder["pid"].as_u64().is_some_and(|pid| u32::try_from(pid).map_or(true, super::process_gone));
     expired || (here && gone)
 }
 
@@ -269,11 +265,11 @@ pub struct RemoteLock {
 
 impl Drop for RemoteLock {
     fn drop(&mut self) {
-        let (store, key, body) = (self.store.store.clone(), self.key.clone(), self.body.clone());
-        block_on(async move {
-            if let Ok(got) = store.get(&key).await {
-                if got.bytes().await.is_ok_and(|b| b.as_ref() == body.as_bytes()) {
-                    let _ = store.delete(&key).await;
+        let (store, key) = (&self.store.store, &self.key);
+        block_on(async {
+            if let Ok(got) = store.get(key).await {
+                if got.bytes().await.is_ok_and(|b| b.as_ref() == self.body.as_bytes()) {
+                    let _ = store.delete(key).await;
                 }
             }
         });

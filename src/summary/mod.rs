@@ -583,29 +583,31 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// The `run_metadata` fields a run label of the same name fills when the profile leaves
-/// them empty (`--label git_sha=…`; a W&B run target records them).
-const LABELLED_METADATA: [&str; 7] = ["run_path", "artifact_ref", "artifact_name", "hardware_type", "mesh_or_topology", "git_sha", "config_hash"];
+/// A `run_metadata` field a run label of the same name fills when the profile leaves it
+/// empty (`--label git_sha=…`; a W&B run target records them), and where it is.
+type LabelledField = (&'static str, fn(&mut RunMetadata) -> &mut Option<String>);
+
+const LABELLED_METADATA: [LabelledField; 7] = [
+    ("run_path", |m| &mut m.run_path),
+    ("artifact_ref", |m| &mut m.artifact_ref),
+    ("artifact_name", |m| &mut m.artifact_name),
+    ("hardware_type", |m| &mut m.hardware_type),
+    ("mesh_or_topology", |m| &mut m.mesh_or_topology),
+    ("git_sha", |m| &mut m.git_sha),
+    ("config_hash", |m| &mut m.config_hash),
+];
 
 /// The statement over `runs` a summary reads: the run's row, and its labels named like
 /// [`LABELLED_METADATA`] as `label_<field>`.
 fn run_statement(run_id: &str) -> String {
-    let labelled: Vec<String> = LABELLED_METADATA.iter().map(|f| format!("labels['{f}'] AS label_{f}")).collect();
+    let labelled: Vec<String> = LABELLED_METADATA.iter().map(|(f, _)| format!("labels['{f}'] AS label_{f}")).collect();
     format!("SELECT *, {} FROM runs WHERE run_id = '{}'", labelled.join(", "), run_id.replace('\'', "''"))
 }
 
 /// `metadata` with the fields it leaves empty filled from the run's labels.
 fn fill_from_labels(mut metadata: RunMetadata, run: &Row) -> RunMetadata {
-    for field in LABELLED_METADATA {
-        let slot = match field {
-            "run_path" => &mut metadata.run_path,
-            "artifact_ref" => &mut metadata.artifact_ref,
-            "artifact_name" => &mut metadata.artifact_name,
-            "hardware_type" => &mut metadata.hardware_type,
-            "mesh_or_topology" => &mut metadata.mesh_or_topology,
-            "git_sha" => &mut metadata.git_sha,
-            _ => &mut metadata.config_hash,
-        };
+    for (field, slot) in LABELLED_METADATA {
+        let slot = slot(&mut metadata);
         if slot.is_none() {
             *slot = text(run, &format!("label_{field}"));
         }
