@@ -102,16 +102,24 @@ pub enum Command {
         #[arg(long)]
         show_sql: bool,
     },
-    /// Markdown root-cause report of a run, a profile INPUT or a summary JSON.
+    /// Root-cause report of a run, a profile INPUT or a summary JSON (markdown, or a
+    /// self-contained HTML page with charts); with --trends, the trends of every run of the store.
     Report {
         #[command(flatten)]
         source: SourceArgs,
         #[arg(long)]
         summary: Option<PathBuf>,
+        /// Write the report here and print only the path (a name ending in .html means --format html).
         #[arg(long)]
         output: Option<PathBuf>,
         #[arg(long, default_value_t = 10)]
         top_k: usize,
+        /// md, or html [default: html when --output ends in .html, else md].
+        #[arg(long, value_enum)]
+        format: Option<ReportFormat>,
+        /// Trends across every run of the store (step time, communication share, top ops).
+        #[arg(long, conflicts_with_all = ["input", "run", "summary"])]
+        trends: bool,
     },
     /// Compare two runs: X is a store run id, a profile INPUT or a profile_summary.v1 file.
     Compare {
@@ -119,6 +127,9 @@ pub enum Command {
         pair: PairArgs,
         #[arg(long, value_enum, default_value = "json")]
         format: CompareFormat,
+        /// Write the result here and print only the path.
+        #[arg(long)]
+        output: Option<PathBuf>,
     },
     /// Compare and assess: a pass/warn/fail record, appended to a JSONL history.
     Track {
@@ -276,6 +287,23 @@ pub enum CompareFormat {
     Json,
     Table,
     Md,
+    Html,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Md,
+    Html,
+}
+
+impl ReportFormat {
+    /// The format asked for, else html for an output named `*.html`, else md.
+    pub fn or_from(format: Option<ReportFormat>, output: Option<&std::path::Path>) -> ReportFormat {
+        format.unwrap_or(match output.and_then(|o| o.extension()) {
+            Some(ext) if ext.eq_ignore_ascii_case("html") => ReportFormat::Html,
+            _ => ReportFormat::Md,
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

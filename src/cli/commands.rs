@@ -1,7 +1,7 @@
 //! One function per subcommand: take the parsed arguments, call the library, print what
 //! `render` made of the result. A failure is returned, never printed here (see `exit`).
 
-use super::args::{store_or_default, AnswerFormat, Command, CompareFormat, PairArgs, SourceArgs, ThresholdArgs};
+use super::args::{store_or_default, AnswerFormat, Command, CompareFormat, PairArgs, ReportFormat, SourceArgs, ThresholdArgs};
 use profq::compare::{self, bundle, track};
 use profq::engine::{queries, Engine, Spread};
 use profq::error::Error;
@@ -35,8 +35,15 @@ pub fn run(command: Command) -> Done {
             summarize(&source, output.as_deref(), warmup_steps, hot_op_limit, breakdown_mode)
         }
         Command::Query { question, source, summary, top_k, format, show_sql } => query(&question, source, summary, top_k, format, show_sql),
-        Command::Report { source, summary, output, top_k } => report(source, summary, output.as_deref(), top_k),
-        Command::Compare { pair, format } => compare(&pair, format),
+        Command::Report { source, summary, output, top_k, format, trends } => {
+            let format = ReportFormat::or_from(format, output.as_deref());
+            if trends {
+                report_trends(&source, format, output.as_deref())
+            } else {
+                report(source, summary, output.as_deref(), top_k, format)
+            }
+        }
+        Command::Compare { pair, format, output } => compare(&pair, format, output.as_deref()),
         Command::Track { pair, label, history, output, thresholds } => track(&pair, label.as_deref(), history.as_deref(), output.as_deref(), &thresholds),
         Command::History { history, tail, output } => show_history(&history, tail, output.as_deref()),
         Command::Bundle { pair, output_dir, history, label, output, thresholds } => {
@@ -140,20 +147,40 @@ fn query(question: &str, source: SourceArgs, summary: Option<PathBuf>, top_k: us
     Ok(())
 }
 
-fn report(source: SourceArgs, summary: Option<PathBuf>, output: Option<&Path>, top_k: usize) -> Done {
+fn report(source: SourceArgs, summary: Option<PathBuf>, output: Option<&Path>, top_k: usize, format: ReportFormat) -> Done {
     let opts = SummaryOptions { hot_op_limit: top_k.max(25), ..SummaryOptions::default() };
-    let (doc, _) = runtime().block_on(ask::summary_of(&subject(source, summary)?, &opts))?;
-    emit(&render::report::markdown(&doc, top_k), output)
+    let subject = subject(source, summary)?;
+    let text = match format {
+        ReportFormat::Md => render::report::markdown(&runtime().block_on(ask::summary_of(&subject, &opts))?.0, top_k),
+        ReportFormat::Html => {
+            let (doc, timeline) = runtime().block_on(ask::report_of(&subject, &opts))?;
+            render::html::run_page::page(&doc, timeline.as_ref(), top_k)
+        }
+    };
+    emit(&text, output)
 }
 
-fn compare(pair: &PairArgs, format: CompareFormat) -> Done {
-    let result = compared(pair)?;
-    match format {
-        CompareFormat::Json => print!("{}", render::json_text(&result)),
-        CompareFormat::Table => print!("{}", render::answer_table(&result)),
-        CompareFormat::Md => print!("{}", render::report::comparison_markdown(&result, pair.top_k)),
+fn report_trends(source: &SourceArgs, format: ReportFormat, output: Option<&Path>) -> Done {
+    if format != ReportFormat::Html {
+        return Err(Error::usage("--trends draws an HTML page: add --format html (or an --output ending in .html); `profq run trends` prints the rows"));
     }
-    Ok(())
+    let store = source.store()?;
+    let rows = runtime().block_on(ask::trends_of(&store))?;
+    emit(&render::html::trends_page::page(&rows, &store.to_string()), output)
+}
+
+fn compare(pair: &PairArgs, format: CompareFormat, output: Option<&Path>) -> Done {
+    let text = match format {
+        CompareFormat::Html => {
+            let (result, before, after) =
+                runtime().block_on(compare::compare_pair_with_summaries(&pair.before, &pair.after, &pair.store()?, &pair.options(), pair.strict_provenance))?;
+            render::html::compare_page::page(&result, &before.doc, &after.doc, pair.top_k)
+        }
+        CompareFormat::Json => render::json_text(&compared(pair)?),
+        CompareFormat::Table => render::answer_table(&compared(pair)?),
+        CompareFormat::Md => render::report::comparison_markdown(&compared(pair)?, pair.top_k),
+    };
+    emit(&text, output)
 }
 
 fn compared(pair: &PairArgs) -> Result<serde_json::Value, Error> {

@@ -1,5 +1,6 @@
 //! Bundle: one before/after pair → both summaries, the comparison, the track record, both
-//! reports and a comparison report in one folder, plus a manifest (reference §6.5).
+//! reports and a comparison report (markdown and HTML) in one folder, plus a manifest
+//! (reference §6.5).
 
 use super::track::{self, Thresholds};
 use super::{columns_read, compare_with_summaries, load_side, provenance_failure, CompareOptions};
@@ -38,6 +39,9 @@ pub async fn write_bundle(
         ("before_report_path", "before.report.md", crate::render::report::markdown(&sb.doc, opts.top_k)),
         ("after_report_path", "after.report.md", crate::render::report::markdown(&sa.doc, opts.top_k)),
         ("comparison_report_path", "compare.md", crate::render::report::comparison_markdown(&comparison, opts.top_k)),
+        ("before_html_path", "before.report.html", crate::render::html::run_page::page(&sb.doc, None, opts.top_k)),
+        ("after_html_path", "after.report.html", crate::render::html::run_page::page(&sa.doc, None, opts.top_k)),
+        ("comparison_html_path", "compare.html", crate::render::html::compare_page::page(&comparison, &sb.doc, &sa.doc, opts.top_k)),
     ];
     let mut manifest = json!({"output_dir": output_dir.display().to_string(), "status": assessment["status"]});
     for (key, name, text) in files {

@@ -283,13 +283,24 @@ fn split_ops(ops: Vec<(String, f64, f64)>, k: usize) -> (Value, Value) {
 /// Loads both sides (store run ids, profile INPUTs or summary files) and compares them; with
 /// `strict_provenance`, failed provenance checks are an error ([`provenance_failure`]).
 pub async fn compare_pair(before: &str, after: &str, store: &Location, opts: &CompareOptions, strict_provenance: bool) -> Result<Value, Error> {
+    Ok(compare_pair_with_summaries(before, after, store, opts, strict_provenance).await?.0)
+}
+
+/// [`compare_pair`], with the summaries of both sides (what the HTML page draws besides).
+pub async fn compare_pair_with_summaries(
+    before: &str,
+    after: &str,
+    store: &Location,
+    opts: &CompareOptions,
+    strict_provenance: bool,
+) -> Result<(Value, SideSummary, SideSummary), Error> {
     let read = columns_read(opts);
     let b = load_side(before, store, &read).await?;
     let a = load_side(after, store, &read).await?;
-    let result = compare(b, a, opts, &read).await?;
+    let (result, sb, sa) = compare_with_summaries(b, a, opts, &read).await?;
     match provenance_failure(&result).filter(|_| strict_provenance) {
         Some(failed) => Err(failed),
-        None => Ok(result),
+        None => Ok((result, sb, sa)),
     }
 }
 

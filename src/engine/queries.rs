@@ -48,6 +48,7 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("shape_churn"),
     q!("step_durations"),
     q!("step_skew"),
+    q!("step_timeline"),
     q!("step_times"),
     q!("time_breakdown"),
     q!("time_breakdown_global"),

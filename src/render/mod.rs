@@ -1,6 +1,7 @@
-//! Render: record batches as a text table, CSV or JSON, and summaries as markdown reports:
-//! the one place output formats live.
+//! Render: record batches as a text table, CSV or JSON, summaries as markdown reports and
+//! HTML pages: the one place output formats live.
 
+pub mod html;
 pub mod report;
 
 use arrow::array::Array;

@@ -10,6 +10,7 @@
 
 use super::doc::Summary;
 use super::query::{self, Intent, RowsAnswer};
+use super::timeline::Timeline;
 use super::{SummaryOptions, SCHEMA_VERSION};
 use crate::engine::{queries, Engine, Spread};
 use crate::error::{Error, Kind};
@@ -74,6 +75,27 @@ pub async fn summary_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Sum
     }
     let (doc, run_id) = summary_of_source(&subject.source()?, opts).await?;
     Ok((doc, Some(run_id)))
+}
+
+/// The summary of a subject and the timeline of its representative step (None from a
+/// summary file, or without a steady step): what the HTML report draws.
+pub async fn report_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Summary, Option<Timeline>), Error> {
+    if subject.summary.is_some() {
+        return Ok((summary_of(subject, opts).await?.0, None));
+    }
+    let Opened { engine, run_id, source_path, .. } = source::open(&subject.source()?, Spread::Narrow).await?;
+    let doc = super::summarize(&engine, &run_id, &source_path, opts).await?;
+    let timeline = match doc.step_time.representative_step() {
+        Some(step) => Some(super::timeline::of_step(&super::Analyst::new(&engine, &run_id), step).await?),
+        None => None,
+    };
+    Ok((doc, timeline))
+}
+
+/// The `trends` rows of every run of a store, in ingest order.
+pub async fn trends_of(store: &Location) -> Result<Vec<serde_json::Map<String, Value>>, Error> {
+    let engine = Engine::open(store).await?;
+    Ok(crate::render::rows(&engine.run_named("trends", &BTreeMap::new()).await?))
 }
 
 /// A profile_summary.v1 document from a file (written by profq or the reference tool).

@@ -50,6 +50,7 @@ pub struct Summary {
     pub profq_transfers: Vec<Transfer>,
     pub profq_tiny_kernels: Option<TinyKernels>,
     pub profq_device_idle: Option<DeviceIdle>,
+    pub profq_steps: Vec<StepRow>,
 }
 
 impl Summary {
@@ -116,6 +117,15 @@ pub struct StepTime {
     pub classes: Vec<StepClass>,
 }
 
+impl StepTime {
+    /// The step that stands for the run: the representative step of the class with the most
+    /// steps (ties: class name); None without steady steps.
+    pub fn representative_step(&self) -> Option<i64> {
+        let class = self.classes.iter().filter(|c| c.representative_step.is_some()).max_by(|a, b| a.count.cmp(&b.count).then(b.name.cmp(&a.name)))?;
+        class.representative_step
+    }
+}
+
 /// Statistics of step durations (µs); all null but the count when there are none.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -126,6 +136,24 @@ pub struct DurationStats {
     pub p90: Micros,
     pub min: Micros,
     pub max: Micros,
+}
+
+/// One step of the run (µs), as the step-time chart draws it: the longest instance of the
+/// step number over hosts and devices (`queries/step_durations.sql`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepRow {
+    pub step: i64,
+    pub duration: f64,
+    /// Device busy time (union of ops); compute is busy less exposed communication.
+    pub busy_duration: Micros,
+    /// Collective time not hidden by compute.
+    pub communication_duration: Micros,
+    pub idle_duration: Micros,
+    pub op_count: Count,
+    pub warmup: bool,
+    /// The step class it belongs to (`light`, `heavy`, `typical`); null for warm-up steps.
+    pub class: Text,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ pub mod candidates;
 pub mod doc;
 pub mod query;
 pub mod steps;
+pub mod timeline;
 
 use crate::engine::ahead::{Planned, Prepared, Statement};
 use crate::engine::functions::{flop_proxy, proxy_family_of_name, shape_signature};
@@ -29,6 +30,7 @@ pub const PROFQ_KEYS: &[&str] = &[
     "profq_producer",
     "profq_recompilation",
     "profq_regions_by_pass",
+    "profq_steps",
     "profq_tiny_kernels",
     "profq_transfers",
     "profq_version",
@@ -294,11 +296,29 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
     let all_steps: Vec<(i64, f64)> = per_step.iter().map(|r| (f(r, "step") as i64, f(r, "dur_ns") / 1000.0)).collect();
     let steady: Vec<(i64, f64)> = all_steps.iter().copied().filter(|s| s.0 >= opts.warmup_steps).collect();
     let durations = |v: &[(i64, f64)]| v.iter().map(|s| s.1).collect::<Vec<_>>();
+    let classified = steps::classify(&steady);
+    let class_of: BTreeMap<i64, &str> = classified.iter().flat_map(|(c, members)| members.iter().map(|&m| (m, c.name.as_str()))).collect();
+    let profq_steps: Vec<StepRow> = per_step
+        .iter()
+        .map(|r| {
+            let step = f(r, "step") as i64;
+            StepRow {
+                step,
+                duration: f(r, "dur_ns") / 1000.0,
+                busy_duration: us(r, "busy_ns"),
+                communication_duration: us(r, "communication_ns"),
+                idle_duration: us(r, "idle_ns"),
+                op_count: count(r, "op_count"),
+                warmup: r.get("warmup").and_then(Value::as_bool).unwrap_or(false),
+                class: class_of.get(&step).map(|c| c.to_string()),
+            }
+        })
+        .collect();
     let step_time = StepTime {
         warmup_steps_ignored: opts.warmup_steps,
         all_steps: steps::duration_stats(&durations(&all_steps)),
         steady_state_steps: steps::duration_stats(&durations(&steady)),
-        classes: steps::step_classes(&steady),
+        classes: classified.into_iter().map(|(c, _)| c).collect(),
     };
 
     // Breakdown.
@@ -572,6 +592,7 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         profq_transfers,
         profq_tiny_kernels: Some(profq_tiny_kernels),
         profq_device_idle: Some(profq_device_idle),
+        profq_steps,
     };
     doc.optimization_candidates = candidates::optimization_candidates(&doc);
     crate::timing::stage_done("queries and summary", &mut clock);

@@ -49,10 +49,17 @@ fn class(name: &str, members: &[(i64, f64)], steady: usize, periodicity: Option<
 
 /// Light/heavy classes of steady steps (step number, duration), or one `typical` class.
 pub fn step_classes(steady: &[(i64, f64)]) -> Vec<StepClass> {
+    classify(steady).into_iter().map(|(c, _)| c).collect()
+}
+
+/// The classes of [`step_classes`], each with the step numbers it holds.
+pub fn classify(steady: &[(i64, f64)]) -> Vec<(StepClass, Vec<i64>)> {
     if steady.is_empty() {
         return Vec::new();
     }
-    let typical = || vec![class("typical", steady, steady.len(), None)];
+    let with_members =
+        |name: &str, members: &[(i64, f64)], periodicity| (class(name, members, steady.len(), periodicity), members.iter().map(|s| s.0).collect());
+    let typical = || vec![with_members("typical", steady, None)];
     if steady.len() < 6 {
         return typical();
     }
@@ -94,7 +101,7 @@ pub fn step_classes(steady: &[(i64, f64)]) -> Vec<StepClass> {
     if med(&heavy) < 1.5 * med(&light) {
         return typical();
     }
-    vec![class("light", &light, steady.len(), None), class("heavy", &heavy, steady.len(), periodicity(&heavy))]
+    vec![with_members("light", &light, None), with_members("heavy", &heavy, periodicity(&heavy))]
 }
 
 /// The most common spacing (> 1) between heavy steps, when it occurs at least twice.
