@@ -28,6 +28,10 @@ const CATEGORIES: [(&str, &str); 9] = [
     ("overlapped", "#ffbf79"),
 ];
 
+/// Step classes (`StepRow::class`, plus warm-up and steady for steps without one) and their
+/// colours.
+const STEP_CLASSES: [(&str, &str); 5] = [("warm-up", "#bab0ac"), ("typical", "#1d2733"), ("light", "#54a24b"), ("heavy", "#b22222"), ("steady", "#1d2733")];
+
 /// The colour scale of the time categories a chart shows, in the order of [`CATEGORIES`],
 /// so that its legend lists only those.
 fn category_scale(shows: impl Fn(&str) -> bool) -> Value {
@@ -73,6 +77,8 @@ pub fn step_time(steps: &[StepRow], steady: &DurationStats) -> Chart {
     let rules: Vec<Value> =
         [("steady median", steady.median), ("steady p90", steady.p90)].into_iter().filter_map(|(name, v)| Some(json!({"rule": name, "value": v?}))).collect();
     let x = json!({"field": "step", "type": "ordinal", "title": "step", "axis": {"labelOverlap": "greedy"}});
+    let classes: Vec<&(&str, &str)> = STEP_CLASSES.iter().filter(|(name, _)| rows.iter().any(|r| r["class"] == *name)).collect();
+    let class_scale = json!({"domain": classes.iter().map(|c| c.0).collect::<Vec<_>>(), "range": classes.iter().map(|c| c.1).collect::<Vec<_>>()});
     let mut layers = vec![
         json!({
             "transform": [{"fold": ["compute", "communication", "idle"], "as": ["part", "time"]}],
@@ -88,8 +94,7 @@ pub fn step_time(steps: &[StepRow], steady: &DurationStats) -> Chart {
             "mark": {"type": "tick", "thickness": 3},
             "encoding": {
                 "x": x, "y": {"field": "duration", "type": "quantitative"},
-                "color": {"field": "class", "type": "nominal", "title": "step class",
-                          "scale": {"domain": ["warm-up", "typical", "light", "heavy", "steady"], "range": ["#bab0ac", "#1d2733", "#54a24b", "#b22222", "#1d2733"]}},
+                "color": {"field": "class", "type": "nominal", "title": "step class", "scale": class_scale},
                 "tooltip": [
                     {"field": "step", "type": "ordinal", "title": "step"}, micros("duration", "step time (µs)"), nominal("class", "class"),
                     micros("busy", "busy (µs)"), micros("communication", "exposed communication (µs)"), micros("idle", "idle (µs)"),

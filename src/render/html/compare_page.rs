@@ -148,10 +148,12 @@ fn verdict(p: &mut Page, c: &Value) {
     let headline = match verdict {
         "improved" => "Faster: the steady step time improved beyond noise",
         "regressed" => "Slower: the steady step time regressed beyond noise",
-        "within_noise" => "No significant change: within noise",
-        _ => "No noise test (a side is a summary file, or too few steady steps)",
+        "within noise" => "No significant change: within noise",
+        "insufficient steps" => "No noise test: too few steady steps",
+        _ => "No noise test: a side is a summary file",
     };
-    p.raw(&format!("<div class=\"verdict {}\" data-verdict=\"{}\">{}</div>", esc(verdict), esc(verdict), esc(headline)));
+    let class = verdict.replace(' ', "_");
+    p.raw(&format!("<div class=\"verdict {}\" data-verdict=\"{}\">{}</div>", esc(&class), esc(verdict), esc(headline)));
     let num = |v: &Value| v.as_f64();
     p.kpis(&[
         ("median_before_us", "steady median before", duration(num(&st["steady_state_median_before"])), num(&st["steady_state_median_before"])),
