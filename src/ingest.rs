@@ -114,10 +114,20 @@ pub fn load_tables_telling(
     read: ColumnsRead,
     watch: LoadWatch,
 ) -> Result<tables::RunTables, IngestError> {
+    load_into(input, run_id, labels, MemorySink { deriver: Deriver::new(), tables: RunTables::default(), read, watch, every_event: false })
+}
+
+/// [`load_tables`] with every event in its `events` table (their typed columns; of their
+/// args, those an analysis reads): what a trace export reads.
+pub fn load_tables_with_every_event(input: &Path, run_id: &str) -> Result<tables::RunTables, IngestError> {
+    let sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), read: ColumnsRead::every(), watch: LoadWatch::default(), every_event: true };
+    load_into(input, run_id, &[], sink)
+}
+
+fn load_into(input: &Path, run_id: &str, labels: &[(String, String)], mut sink: MemorySink) -> Result<tables::RunTables, IngestError> {
     let mut clock = std::time::Instant::now();
     progress(&format!("profq: decoding {}", input.display()));
     let resolved = resolve(input)?;
-    let mut sink = MemorySink { deriver: Deriver::new(), tables: RunTables::default(), read, watch };
     let loaded = decode::load_parts(&resolved, &mut sink)?;
     let info = RunInfo {
         run_id: run_id.to_string(),
@@ -133,12 +143,14 @@ pub fn load_tables_telling(
     Ok(sink.tables)
 }
 
-/// Derives each part's tables in memory; of `events`, only the events of interest.
+/// Derives each part's tables in memory; of `events`, only the events of interest unless
+/// `every_event`.
 struct MemorySink {
     deriver: Deriver,
     tables: RunTables,
     read: ColumnsRead,
     watch: LoadWatch,
+    every_event: bool,
 }
 
 impl PartSink for MemorySink {
@@ -148,7 +160,12 @@ impl PartSink for MemorySink {
         let ids = tables::derive::pool_ids(&capture.strings);
         let first_event_id = self.deriver.next_event_id();
         let part = self.deriver.part(capture, &ids);
-        let events = tables::events_of_interest::events_batches(capture, first_event_id).map_err(|e| format!("building events: {e}"))?;
+        let events = if self.every_event {
+            tables::events_batches(capture, first_event_id)
+        } else {
+            tables::events_of_interest::events_batches(capture, first_event_id)
+        };
+        let events = events.map_err(|e| format!("building events: {e}"))?;
         stage_done("  part derive", &mut clock);
         // Told before the tables are built, so that statements waiting on them are planned meanwhile.
         self.watch.table_rows(part.table_rows().into_iter().chain([("events", events.iter().map(|b| b.num_rows()).sum())]));

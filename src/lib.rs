@@ -8,7 +8,8 @@
 //! * [`engine`]: DataFusion over the store, read-only SQL;
 //! * [`summary`]: named queries → the `profile_summary.v1` document;
 //! * [`compare`]: two runs → comparison, regression record and history;
-//! * [`render`]: every output format (tables, CSV, JSON text, markdown reports);
+//! * [`render`]: every output format (tables, CSV, JSON text, markdown reports, HTML pages);
+//! * [`export`]: a window of a run as a Perfetto (or Chrome JSON) trace with profq's tracks;
 //! * [`ingest`]: the orchestration of decode → tables → store for one input;
 //! * [`remote`]: object stores for `s3://` and `gs://` inputs and stores, and the input mirror;
 //! * [`source`]: a run to analyse, from a store or decoded in memory;
@@ -26,6 +27,8 @@ pub mod decode;
 pub mod engine;
 #[cfg(feature = "engine")]
 pub mod error;
+#[cfg(feature = "engine")]
+pub mod export;
 #[cfg(feature = "engine")]
 pub mod ingest;
 pub mod intervals;

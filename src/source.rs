@@ -116,6 +116,21 @@ pub async fn open_planning(source: &Source, spread: Spread, statements: Vec<Stat
     }
 }
 
+/// [`open`] with every event of an INPUT in its `events` table (an analysis of an INPUT
+/// otherwise keeps only the events its queries read one by one): for reads of `events` row
+/// by row, as a trace export does. A stored run is opened as by [`open`].
+pub async fn open_whole(source: &Source, spread: Spread) -> Result<Opened, SourceError> {
+    match source {
+        Source::Input(path) => {
+            let tables = ingest::load_tables_with_every_event(path, INPUT_RUN_ID).map_err(SourceError::Ingest)?;
+            let engine = Engine::from_tables(&tables, INPUT_RUN_ID, spread).map_err(SourceError::Query)?;
+            let prepared = Prepared { planned: BTreeMap::new(), without_rows: ahead::tables_without_rows(&tables) };
+            Ok(Opened { engine, run_id: INPUT_RUN_ID.into(), source_path: path.display().to_string(), prepared })
+        }
+        run => open(run, spread).await,
+    }
+}
+
 /// The source named by an optional INPUT and an optional `--run` id; naming neither or both
 /// is a usage error.
 pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Location) -> Result<Source, crate::error::Error> {

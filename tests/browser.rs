@@ -21,9 +21,9 @@ fn browser() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("PROFQ_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
-    let found = ["chromium-headless-shell", "chromium"].into_iter().find_map(|name| {
-        std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file()))
-    });
+    let found = ["chromium-headless-shell", "chromium"]
+        .into_iter()
+        .find_map(|name| std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file())));
     if found.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("no headless Chromium (CI requires it: apt-get install chromium-headless-shell)");
     }
@@ -131,7 +131,9 @@ fn run_reports_render_clean_and_draw_the_summary() {
 fn comparison_and_trend_pages_render_clean() {
     let Some(chromium) = browser() else { return };
     let dir = temp_dir("browser-compare");
-    for (name, before, after, verdict) in [("compare_mlp_change", "mlp_before", "mlp_after", "improved"), ("compare_mlp_repeat", "mlp_train", "mlp_train_repeat", "within noise")] {
+    for (name, before, after, verdict) in
+        [("compare_mlp_change", "mlp_before", "mlp_after", "improved"), ("compare_mlp_repeat", "mlp_train", "mlp_train_repeat", "within noise")]
+    {
         let out = dir.join(format!("{name}.html"));
         let (b, a) = (jax_cpu(before), jax_cpu(after));
         let o = profq(&["compare", "--before", b.to_str().unwrap(), "--after", a.to_str().unwrap(), "--format", "html", "--output", out.to_str().unwrap()]);
@@ -164,7 +166,11 @@ fn a_broken_chart_marks_the_page_as_failed() {
     let (_, page, _) = write_report(&dir, &jax_cpu("mlp_train"), "ok");
     let spec_at = page.find("id=\"spec-1\">").unwrap() + "id=\"spec-1\">".len();
     let spec_end = spec_at + page[spec_at..].find("</script>").unwrap();
-    let broken = format!("{}{{\"mark\":\"bar\",\"data\":{{\"values\":[1]}},\"encoding\":{{\"x\":{{\"field\":\"a\",\"type\":\"nope\"}}}}}}{}", &page[..spec_at], &page[spec_end..]);
+    let broken = format!(
+        "{}{{\"mark\":\"bar\",\"data\":{{\"values\":[1]}},\"encoding\":{{\"x\":{{\"field\":\"a\",\"type\":\"nope\"}}}}}}{}",
+        &page[..spec_at],
+        &page[spec_end..]
+    );
     let file = dir.join("broken.html");
     std::fs::write(&file, broken).unwrap();
     let r = render(&chromium, &file, "broken");

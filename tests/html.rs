@@ -104,9 +104,11 @@ fn a_report_page_holds_the_summary_and_is_byte_stable() {
     close(kpi(&a, "idle_share"), doc["profq_device_idle"]["avg_idle_share"].as_f64(), "idle share");
 
     // The step chart's rows are the summary's steps.
-    let steps: Vec<(i64, f64)> = doc["profq_steps"].as_array().unwrap().iter().map(|s| (s["step"].as_i64().unwrap(), s["duration"].as_f64().unwrap())).collect();
+    let steps: Vec<(i64, f64)> =
+        doc["profq_steps"].as_array().unwrap().iter().map(|s| (s["step"].as_i64().unwrap(), s["duration"].as_f64().unwrap())).collect();
     assert_eq!(steps.len() as i64, doc["step_time"]["all_steps"]["count"].as_i64().unwrap());
-    let drawn: Vec<(i64, f64)> = specs[0]["data"]["values"].as_array().unwrap().iter().map(|r| (r["step"].as_i64().unwrap(), r["duration"].as_f64().unwrap())).collect();
+    let drawn: Vec<(i64, f64)> =
+        specs[0]["data"]["values"].as_array().unwrap().iter().map(|r| (r["step"].as_i64().unwrap(), r["duration"].as_f64().unwrap())).collect();
     assert_eq!(drawn, steps);
 
     // From the profile itself, the representative step's timeline is drawn too.
@@ -135,8 +137,7 @@ fn compare_trends_and_bundle_pages() {
     let specs = check_page(&a, "compare");
     assert_eq!(specs.len(), 5, "step series, breakdown, op, region and family deltas");
     assert!(a.contains("data-verdict=\"improved\""));
-    let comparison: Value =
-        serde_json::from_str(&run_ok(&["compare", "--before", before.to_str().unwrap(), "--after", after.to_str().unwrap()])).unwrap();
+    let comparison: Value = serde_json::from_str(&run_ok(&["compare", "--before", before.to_str().unwrap(), "--after", after.to_str().unwrap()])).unwrap();
     close(kpi(&a, "median_delta_us"), comparison["step_time"]["steady_state_median_delta"].as_f64(), "median delta");
     close(kpi(&a, "mann_whitney_p"), comparison["profq_step_noise"]["mann_whitney_p"].as_f64(), "p");
 

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use profq::compare::{track::Thresholds, CompareOptions};
 use profq::error::Error;
+use profq::export::TraceFormat;
 use profq::render::Format;
 use profq::source::Source;
 use profq::store::Location;
@@ -193,6 +194,41 @@ pub enum Command {
         dry_run: bool,
         #[arg(long)]
         output: Option<PathBuf>,
+    },
+    /// Export a window of a run (a step, steps, the representative step or a time range) as a
+    /// trace for the Perfetto UI, with profq's steps, regions, gaps and collectives as tracks.
+    ExportTrace {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// The trace file (.pftrace; .gz compresses it).
+        #[arg(long)]
+        output: PathBuf,
+        /// One step.
+        #[arg(long, group = "window")]
+        step: Option<i64>,
+        /// Steps A..B (both included).
+        #[arg(long, group = "window", value_name = "A..B")]
+        steps: Option<String>,
+        /// The representative step of the summary (the default).
+        #[arg(long, group = "window")]
+        representative: bool,
+        /// Window start, ns since the run start (with --to-ns).
+        #[arg(long, group = "window", requires = "to_ns")]
+        from_ns: Option<i64>,
+        /// Window end, ns since the run start.
+        #[arg(long, requires = "from_ns")]
+        to_ns: Option<i64>,
+        /// Hosts to export (comma-separated) [default: all].
+        #[arg(long, value_delimiter = ',')]
+        hosts: Vec<String>,
+        /// Events written at most; past it the window is cut and marked "truncated".
+        #[arg(long, default_value_t = 1_000_000)]
+        max_events: usize,
+        #[arg(long, value_enum, default_value = "perfetto")]
+        format: TraceFormat,
+        /// Steps with a smaller number are warm-up (for --representative).
+        #[arg(long, default_value_t = 5)]
+        warmup_steps: i64,
     },
     /// Describe the tables (all, or one).
     Schema {

@@ -5,6 +5,7 @@ use super::args::{store_or_default, AnswerFormat, Command, CompareFormat, PairAr
 use profq::compare::{self, bundle, track};
 use profq::engine::{queries, Engine, Spread};
 use profq::error::Error;
+use profq::export::{self, ExportOptions, Window};
 use profq::ingest::{self, IngestOptions};
 use profq::remote::publish::PublishOptions;
 use profq::remote::wandb;
@@ -50,6 +51,15 @@ pub fn run(command: Command) -> Done {
             bundle(&pair, &output_dir, history.as_deref(), label.as_deref(), output.as_deref(), &thresholds)
         }
         Command::Schema { table, markdown } => describe_schema(table.as_deref(), markdown),
+        Command::ExportTrace { source, output, step, steps, representative: _, from_ns, to_ns, hosts, max_events, format, warmup_steps } => {
+            let window = match (step, steps, from_ns.zip(to_ns)) {
+                (Some(n), _, _) => Window::Step(n),
+                (_, Some(range), _) => Window::parse_steps(&range).map_err(Error::usage)?,
+                (_, _, Some((from, to))) => Window::Range(from, to),
+                _ => Window::Representative,
+            };
+            export_trace(&source, &output, &ExportOptions { window, hosts, max_events, format, warmup_steps })
+        }
     }
 }
 
@@ -215,6 +225,20 @@ fn bundle(pair: &PairArgs, output_dir: &Path, history: Option<&Path>, label: Opt
         pair.strict_provenance,
     ))?;
     emit(&render::json_text(&manifest), output)
+}
+
+fn export_trace(source: &SourceArgs, output: &Path, opts: &ExportOptions) -> Done {
+    let source = source.source()?;
+    let done = runtime().block_on(async {
+        let opened = profq::source::open_whole(&source, Spread::Narrow).await?;
+        let subject = match &source {
+            profq::source::Source::Input(path) => path.display().to_string(),
+            profq::source::Source::Run { run_id, .. } => format!("run {run_id:?}"),
+        };
+        export::export(&opened.engine, &opened.run_id, &subject, opts, output).await
+    })?;
+    print!("{}", render::exported(&done, output));
+    Ok(())
 }
 
 fn describe_schema(table: Option<&str>, markdown: bool) -> Done {

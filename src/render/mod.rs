@@ -43,6 +43,23 @@ pub fn ingest_outcome(outcome: &crate::ingest::Outcome, input: &std::path::Path)
     }
 }
 
+/// What a trace export wrote, as the line printed for it.
+pub fn exported(e: &crate::export::Exported, output: &std::path::Path) -> String {
+    let cut = if e.truncated { " (cut at --max-events: marked \"truncated\")" } else { "" };
+    format!(
+        "{}: {}, {}..{} ns: {} events as {} slices on {} tracks, {} flows, {} bytes{cut}\n",
+        output.display(),
+        e.label,
+        e.from_ns,
+        e.to_ns,
+        e.events,
+        e.slices,
+        e.tracks,
+        e.flows,
+        e.bytes
+    )
+}
+
 /// An ingest's quality warnings, one line each (for stderr).
 pub fn ingest_warnings(outcome: &crate::ingest::Outcome) -> Vec<String> {
     match outcome {
