@@ -3,14 +3,14 @@
 --
 -- Answers: what ran on every line (device ops, XLA modules, steps lines, host threads)
 -- between two instants, with each op's HLO name, module, scope, category, step, cost and
--- self time, and each collective's bytes and exposed time? Reads `events` row by row: a
--- profile analysed in memory must be opened with every event (`source::open_whole`).
+-- self time, and each collective's bytes and exposed time? Rows come in no order. Reads
+-- `events` row by row: a profile analysed in memory must be opened with every event
+-- (`source::open_whole`).
 --
 -- Parameters:
---   run_id      TEXT                run to export
---   from_ns     INT                 window start (ns since the run start)
---   to_ns       INT                 window end; events overlapping [from_ns, to_ns) are returned
---   max_events  INT   = 1000000     rows to return at most (the earliest)
+--   run_id      TEXT   run to export
+--   from_ns     INT    window start (ns since the run start)
+--   to_ns       INT    window end; events overlapping [from_ns, to_ns) are returned
 --
 -- Columns:
 --   event_id          the event's row in `events`
@@ -19,7 +19,8 @@
 --   device            device of the plane; null on host planes
 --   line              line (stream, thread)
 --   line_id           line id (orders lines as the profile does)
---   name              event name (the short HLO name where the profile has one)
+--   name              event name
+--   display_name      short name where the profile has one (TPU ops)
 --   start_ns          start
 --   dur_ns            duration
 --   correlation_id    launch/kernel correlation id (the flows from host to device)
@@ -41,16 +42,12 @@
 --   is_async          collective: async
 --   overlapped_ns     collective: time covered by compute
 --   exposed_ns        collective: time not covered
-SELECT e.event_id, CAST(e.host AS VARCHAR) AS host, CAST(e.plane AS VARCHAR) AS plane, CAST(e.device AS VARCHAR) AS device,
-       CAST(e.line AS VARCHAR) AS line, e.line_id, CAST(coalesce(e.display_name, e.name) AS VARCHAR) AS name,
+SELECT e.event_id, e.host, e.plane, e.device, e.line, e.line_id, e.name, e.display_name,
        e.start_ns, e.dur_ns, e.correlation_id,
-       o.event_id IS NOT NULL AS is_op, CAST(o.device AS VARCHAR) AS op_device, CAST(o.hlo_op AS VARCHAR) AS hlo_op, CAST(o.hlo_module AS VARCHAR) AS hlo_module,
-       o.program_id, CAST(o.tf_op AS VARCHAR) AS scope, CAST(o.category AS VARCHAR) AS category, CAST(o.pass AS VARCHAR) AS pass,
-       CAST(o.region_path AS VARCHAR) AS region_path, o.step, o.flops, o.bytes_accessed, o.self_ns,
-       CAST(c.kind AS VARCHAR) AS collective_kind, c.bytes, c.is_async, c.overlapped_ns, c.exposed_ns
+       o.event_id IS NOT NULL AS is_op, o.device AS op_device, o.hlo_op, o.hlo_module, o.program_id,
+       o.tf_op AS scope, o.category, o.pass, o.region_path, o.step, o.flops, o.bytes_accessed, o.self_ns,
+       c.kind AS collective_kind, c.bytes, c.is_async, c.overlapped_ns, c.exposed_ns
 FROM events e
 LEFT JOIN ops o ON o.run_id = e.run_id AND o.event_id = e.event_id
 LEFT JOIN collectives c ON c.run_id = e.run_id AND c.event_id = e.event_id
 WHERE e.run_id = {{run_id}} AND e.start_ns < {{to_ns}} AND e.start_ns + e.dur_ns > {{from_ns}}
-ORDER BY e.start_ns, e.event_id
-LIMIT {{max_events}}

@@ -15,7 +15,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use std::collections::BTreeMap;
 use std::path::Path;
-use tracks::{Arg, Collective, Event, Gap, OpInfo, StepSpan, Strings};
+use tracks::{Arg, Collective, Event, Gap, OpInfo, StepSpan, Str, Strings};
 
 /// Which part of the run to export.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,15 +81,22 @@ pub struct Exported {
 /// `subject` says (`run "x"`, or the INPUT's path). The engine must hold every event of the
 /// run (`source::open_whole`).
 pub async fn export(engine: &Engine, run_id: &str, subject: &str, opts: &ExportOptions, output: &Path) -> Result<Exported, Error> {
+    let mut clock = std::time::Instant::now();
     let a = Analyst::new(engine, run_id);
     let (from, to, label) = window(&a, subject, opts).await?;
     let range = [("from_ns", from.to_string()), ("to_ns", to.to_string())];
+    // Past the budget, only the events starting before the first one over it are read.
+    let mut budget = range.to_vec();
+    budget.push(("max_events", opts.max_events.to_string()));
+    let cutoff =
+        batches(&a, "export_cutoff", &budget).await?.iter().find(|b| b.num_rows() > 0).map(|b| Cols::of(b, &[], &["start_ns"], &[], &[]).int("start_ns", 0));
+    let truncated = cutoff.is_some();
+    let read_to = cutoff.flatten().map_or(to, |c| c.min(to));
     let mut strings = Strings::default();
-    let mut params = range.to_vec();
-    params.push(("max_events", (opts.max_events + 1).to_string()));
-    let mut events = read_events(&a, &params, &mut strings).await?;
-    let truncated = events.len() > opts.max_events;
-    events.truncate(opts.max_events);
+    let mut events = read_events(&a, &[("from_ns", from.to_string()), ("to_ns", read_to.to_string())], &mut strings).await?;
+    // One order for everything built from the events (rows come in no order).
+    events.sort_unstable_by_key(|e| (e.start, e.id));
+    crate::timing::stage_done("export: window events read", &mut clock);
     let mut steps = read_steps(&a, &range, &mut strings).await?;
     let mut gaps = read_gaps(&a, &range, &mut strings).await?;
     if !opts.hosts.is_empty() {
@@ -104,8 +111,7 @@ pub async fn export(engine: &Engine, run_id: &str, subject: &str, opts: &ExportO
         gaps.retain(|g| wanted.contains(&g.host));
     }
     if events.is_empty() {
-        let range = if matches!(opts.window, Window::Range(..)) { String::new() } else { format!(" ({from}..{to} ns)") };
-        return Err(Error::usage(format!("{label}{range} of {subject} holds no events")));
+        return Err(Error::usage(format!("{label} ({from}..{to} ns) of {subject} holds no events")));
     }
     let about = [
         ("run_id", Arg::Text(strings.id(run_id))),
@@ -116,12 +122,14 @@ pub async fn export(engine: &Engine, run_id: &str, subject: &str, opts: &ExportO
     ];
     let n_events = events.len();
     let layout = tracks::layout(strings, events, steps, gaps, (from, to), &about, truncated);
+    crate::timing::stage_done("export: tracks laid out", &mut clock);
     // JSON's time 0: the window's start, or an earlier start of an event overlapping it.
     let origin = layout.slices.iter().map(|s| s.start).min().unwrap_or(from).min(from);
     let bytes = write_file(output, |out| match opts.format {
         TraceFormat::Perfetto => perfetto::write(&layout, out),
         TraceFormat::Json => json::write(&layout, origin, out),
     })?;
+    crate::timing::stage_done("export: written", &mut clock);
     Ok(Exported {
         from_ns: from,
         to_ns: to,
@@ -139,7 +147,7 @@ pub async fn export(engine: &Engine, run_id: &str, subject: &str, opts: &ExportO
 async fn window(a: &Analyst<'_>, subject: &str, opts: &ExportOptions) -> Result<(i64, i64, String), Error> {
     let (first, last) = match opts.window {
         Window::Range(from, to) if to <= from => return Err(Error::usage(format!("--to-ns {to} is not after --from-ns {from}"))),
-        Window::Range(from, to) => return Ok((from, to, format!("window {from}..{to} ns"))),
+        Window::Range(from, to) => return Ok((from, to, "time range".to_string())),
         Window::Step(n) => (n, n),
         Window::Steps(a, b) => (a, b),
         Window::Representative => {
@@ -200,11 +208,6 @@ fn write_file(path: &Path, write: impl FnOnce(&mut dyn std::io::Write) -> std::i
     Ok(std::fs::metadata(path).map_err(fail)?.len())
 }
 
-/// A query's batches.
-struct Columns {
-    batches: Vec<RecordBatch>,
-}
-
 fn column(b: &RecordBatch, name: &str, to: &DataType) -> std::sync::Arc<dyn Array> {
     let col = b.column_by_name(name).unwrap_or_else(|| panic!("the export queries return {name}"));
     arrow::compute::cast(col, to).expect("export columns cast")
@@ -246,53 +249,119 @@ impl Cols {
     }
 }
 
-async fn batches(a: &Analyst<'_>, query: &str, params: &[(&str, String)]) -> Result<Columns, Error> {
+/// The batches of export query `query` over the analyst's run.
+async fn batches(a: &Analyst<'_>, query: &str, params: &[(&str, String)]) -> Result<Vec<RecordBatch>, Error> {
     let mut all: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     all.insert("run_id".into(), a.run_id.to_string());
-    Ok(Columns { batches: a.engine.run_named(query, &all).await? })
+    Ok(a.engine.run_named(query, &all).await?)
+}
+
+/// A text column of a batch as layout strings: a dictionary's values interned once each,
+/// on first use (a window reads a million rows of a few thousand names); other encodings
+/// row by row.
+enum TextIds {
+    Dict { keys: arrow::array::Int32Array, values: arrow::array::ArrayRef, ids: Vec<Str> },
+    Plain(arrow::array::ArrayRef),
+}
+
+/// An id not yet interned.
+const UNSEEN: Str = Str::MAX;
+
+impl TextIds {
+    fn of(b: &RecordBatch, name: &str) -> TextIds {
+        let col = b.column_by_name(name).unwrap_or_else(|| panic!("the export queries return {name}"));
+        if let Some(d) = col.as_dictionary_opt::<arrow::datatypes::Int32Type>() {
+            let values = arrow::compute::cast(d.values(), &DataType::Utf8).expect("dictionary values cast to text");
+            return TextIds::Dict { keys: d.keys().clone(), ids: vec![UNSEEN; values.len()], values };
+        }
+        TextIds::Plain(arrow::compute::cast(col, &DataType::Utf8).expect("text columns cast"))
+    }
+
+    fn get(&mut self, r: usize, strings: &mut Strings) -> Option<Str> {
+        match self {
+            TextIds::Dict { keys, values, ids } => {
+                if keys.is_null(r) {
+                    return None;
+                }
+                let k = keys.value(r) as usize;
+                if ids[k] == UNSEEN {
+                    ids[k] = strings.id(values.as_string::<i32>().value(k));
+                }
+                Some(ids[k])
+            }
+            TextIds::Plain(a) => {
+                let a = a.as_string::<i32>();
+                (!a.is_null(r)).then(|| strings.id(a.value(r)))
+            }
+        }
+    }
 }
 
 async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut Strings) -> Result<Vec<Event>, Error> {
     let got = batches(a, "export_events", params).await?;
-    let mut out = Vec::new();
-    for b in &got.batches {
+    let mut out = Vec::with_capacity(got.iter().map(|b| b.num_rows()).sum());
+    for b in &got {
         let c = Cols::of(
             b,
-            &["host", "plane", "device", "line", "name", "op_device", "hlo_op", "hlo_module", "scope", "category", "pass", "region_path", "collective_kind"],
-            &["line_id", "start_ns", "dur_ns", "correlation_id", "program_id", "step", "self_ns", "bytes", "overlapped_ns", "exposed_ns"],
+            &[],
+            &["event_id", "line_id", "start_ns", "dur_ns", "correlation_id", "program_id", "step", "self_ns", "bytes", "overlapped_ns", "exposed_ns"],
             &["flops", "bytes_accessed"],
             &["is_op", "is_async"],
         );
+        let [mut host, mut plane, mut device, mut line, mut name, mut display, mut op_device, mut hlo_op, mut hlo_module, mut scope, mut category, mut pass, mut region, mut kind] =
+            [
+                "host",
+                "plane",
+                "device",
+                "line",
+                "name",
+                "display_name",
+                "op_device",
+                "hlo_op",
+                "hlo_module",
+                "scope",
+                "category",
+                "pass",
+                "region_path",
+                "collective_kind",
+            ]
+            .map(|n| TextIds::of(b, n));
         for r in 0..b.num_rows() {
-            let mut id = |name: &str| c.text(name, r).map(|s| strings.id(s));
-            let op = c.flag("is_op", r).then(|| OpInfo {
-                device: id("op_device").unwrap_or(0),
-                hlo_op: id("hlo_op"),
-                hlo_module: id("hlo_module"),
-                program_id: c.int("program_id", r),
-                scope: id("scope"),
-                category: id("category"),
-                pass: id("pass"),
-                region_path: id("region_path"),
-                step: c.int("step", r),
-                flops: c.float("flops", r),
-                bytes_accessed: c.float("bytes_accessed", r),
-                self_ns: c.int("self_ns", r),
-                collective: id("collective_kind").map(|kind| Collective {
-                    kind,
-                    bytes: c.int("bytes", r),
-                    is_async: c.flag("is_async", r),
-                    overlapped_ns: c.int("overlapped_ns", r).unwrap_or(0),
-                    exposed_ns: c.int("exposed_ns", r).unwrap_or(0),
-                }),
+            let op = c.flag("is_op", r).then(|| {
+                Box::new(OpInfo {
+                    device: op_device.get(r, strings).unwrap_or(0),
+                    hlo_op: hlo_op.get(r, strings),
+                    hlo_module: hlo_module.get(r, strings),
+                    program_id: c.int("program_id", r),
+                    scope: scope.get(r, strings),
+                    category: category.get(r, strings),
+                    pass: pass.get(r, strings),
+                    region_path: region.get(r, strings),
+                    step: c.int("step", r),
+                    flops: c.float("flops", r),
+                    bytes_accessed: c.float("bytes_accessed", r),
+                    self_ns: c.int("self_ns", r),
+                    collective: kind.get(r, strings).map(|kind| Collective {
+                        kind,
+                        bytes: c.int("bytes", r),
+                        is_async: c.flag("is_async", r),
+                        overlapped_ns: c.int("overlapped_ns", r).unwrap_or(0),
+                        exposed_ns: c.int("exposed_ns", r).unwrap_or(0),
+                    }),
+                })
             });
+            let name = match display.get(r, strings) {
+                Some(short) => short,
+                None => name.get(r, strings).unwrap_or_else(|| strings.id("")),
+            };
             out.push(Event {
-                host: id("host").unwrap_or(0),
-                plane: id("plane").unwrap_or(0),
-                device: id("device"),
-                line: id("line").unwrap_or(0),
+                id: c.int("event_id", r).unwrap_or(0),
+                host: host.get(r, strings).unwrap_or(0),
+                plane: plane.get(r, strings).unwrap_or(0),
+                device: device.get(r, strings),
+                line: line.get(r, strings).unwrap_or(0),
                 line_id: c.int("line_id", r).unwrap_or(0),
-                name: strings.id(c.text("name", r).unwrap_or("")),
+                name,
                 start: c.int("start_ns", r).unwrap_or(0),
                 dur: c.int("dur_ns", r).unwrap_or(0),
                 correlation: c.int("correlation_id", r),
@@ -306,7 +375,7 @@ async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut S
 async fn read_steps(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut Strings) -> Result<Vec<StepSpan>, Error> {
     let got = batches(a, "export_steps", params).await?;
     let mut out = Vec::new();
-    for b in &got.batches {
+    for b in &got {
         let c = Cols::of(b, &["host", "device"], &["step", "start_ns", "end_ns", "busy_ns", "communication_ns", "idle_ns", "op_count"], &[], &[]);
         for r in 0..b.num_rows() {
             let int = |n: &str| c.int(n, r).unwrap_or(0);
@@ -329,7 +398,7 @@ async fn read_steps(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut St
 async fn read_gaps(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut Strings) -> Result<Vec<Gap>, Error> {
     let got = batches(a, "export_gaps", params).await?;
     let mut out = Vec::new();
-    for b in &got.batches {
+    for b in &got {
         let c = Cols::of(b, &["host", "device", "line", "marker_op", "payload_op", "payload_region"], &["step", "start_ns", "gap_ns"], &[], &[]);
         for r in 0..b.num_rows() {
             let mut id = |n: &str| strings.id(c.text(n, r).unwrap_or(""));

@@ -88,6 +88,8 @@ pub struct Collective {
 /// An event of the window (`queries/export_events.sql`).
 #[derive(Clone, Debug)]
 pub struct Event {
+    /// Its row in `events` (orders events that start together).
+    pub id: i64,
     pub host: Str,
     pub plane: Str,
     pub device: Option<Str>,
@@ -97,7 +99,7 @@ pub struct Event {
     pub start: i64,
     pub dur: i64,
     pub correlation: Option<i64>,
-    pub op: Option<OpInfo>,
+    pub op: Option<Box<OpInfo>>,
 }
 
 /// A step of the window (`queries/export_steps.sql`).
@@ -264,21 +266,27 @@ struct Flows {
 }
 
 fn flows(events: &[Event]) -> Flows {
-    let mut groups: BTreeMap<(Str, i64), (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    // Groups in the order their first event comes (events are in time order).
+    let mut index: HashMap<(Str, i64), usize> = HashMap::new();
+    let mut groups: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
     for (i, e) in events.iter().enumerate() {
         if let Some(c) = e.correlation {
-            let g = groups.entry((e.host, c)).or_default();
+            let g = *index.entry((e.host, c)).or_insert_with(|| {
+                groups.push(Default::default());
+                groups.len() - 1
+            });
             if e.device.is_some() {
-                g.1.push(i)
+                groups[g].1.push(i)
             } else {
-                g.0.push(i)
+                groups[g].0.push(i)
             }
         }
     }
     let mut f = Flows { out: HashMap::new(), into: HashMap::new() };
     let mut id = 0;
-    for (host_events, device_events) in groups.into_values() {
-        let Some(&launch) = host_events.iter().min_by_key(|&&i| (events[i].start, i)) else { continue };
+    for (host_events, device_events) in groups {
+        // Events are in time order: the first host event is the launch.
+        let Some(&launch) = host_events.first() else { continue };
         for d in device_events {
             id += 1;
             f.out.entry(launch).or_default().push(id);
@@ -418,33 +426,35 @@ fn uncovered(merged: &[(i64, i64)], s: i64, e: i64) -> Vec<(i64, i64)> {
 fn region_slices(strings: &mut Strings, ops: &[&Event], track: u64) -> Vec<Slice> {
     let mut ordered: Vec<&Event> = ops.to_vec();
     ordered.sort_by_key(|e| (e.start, std::cmp::Reverse(e.dur)));
-    let mut open: Vec<(String, i64, i64)> = Vec::new();
+    // The path of each distinct (pass, region path), as interned components.
+    let mut paths: HashMap<(Option<Str>, Option<Str>), Vec<Str>> = HashMap::new();
+    let other = strings.id("other");
+    let mut open: Vec<(Str, i64, i64)> = Vec::new();
     let mut out = Vec::new();
-    let close = |strings: &mut Strings, (name, start, end): (String, i64, i64), out: &mut Vec<Slice>| {
-        out.push(Slice { track, start, dur: end - start, name: strings.id(&name), args: Vec::new(), flow_out: Vec::new(), flow_in: None });
-    };
+    let close = |(name, start, end): (Str, i64, i64)| Slice { track, start, dur: end - start, name, args: Vec::new(), flow_out: Vec::new(), flow_in: None };
     for e in ordered {
         let op = e.op.as_ref().expect("ops only");
-        let mut path: Vec<String> = vec![op.pass.map_or("other".to_string(), |p| strings.get(p).to_string())];
-        if let Some(r) = op.region_path {
-            let parts: Vec<&str> = strings.get(r).split('/').filter(|p| !p.is_empty()).collect();
-            path.extend(parts[..parts.len().saturating_sub(1)].iter().map(|p| p.to_string()));
-        }
-        let common = open.iter().zip(&path).take_while(|(o, p)| &o.0 == *p).count();
+        let path = paths.entry((op.pass, op.region_path)).or_insert_with(|| {
+            let mut path = vec![op.pass.unwrap_or(other)];
+            if let Some(r) = op.region_path {
+                let text = strings.get(r).to_string();
+                let parts: Vec<&str> = text.split('/').filter(|p| !p.is_empty()).collect();
+                path.extend(parts[..parts.len().saturating_sub(1)].iter().map(|p| strings.id(p)));
+            }
+            path
+        });
+        let common = open.iter().zip(path.iter()).take_while(|(o, p)| o.0 == **p).count();
         while open.len() > common {
-            let region = open.pop().expect("open region");
-            close(strings, region, &mut out);
+            out.push(close(open.pop().expect("open region")));
         }
         let end = e.start + e.dur;
         for o in open.iter_mut() {
             o.2 = o.2.max(end);
         }
-        for p in &path[common..] {
-            open.push((p.clone(), e.start, end));
-        }
+        open.extend(path[common..].iter().map(|&p| (p, e.start, end)));
     }
     while let Some(region) = open.pop() {
-        close(strings, region, &mut out);
+        out.push(close(region));
     }
     out
 }
@@ -467,7 +477,8 @@ impl Builder {
     /// Puts `slices` on track `base`, moving each that would overlap without nesting to the
     /// first lane (a sibling of `base` with its name and rank) where it nests.
     fn lay(&mut self, base: u64, mut slices: Vec<Slice>) {
-        slices.sort_by(|a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)).then(a.name.cmp(&b.name)));
+        // Stable: slices that start together and last as long keep their given order.
+        slices.sort_by(|a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)));
         let template = self.tracks.iter().find(|t| t.uuid == base).expect("declared track").clone();
         // Per lane: its track and the ends of its open slices, innermost last.
         let mut lanes: Vec<(u64, Vec<i64>)> = vec![(base, Vec::new())];

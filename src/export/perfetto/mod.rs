@@ -90,22 +90,22 @@ pub fn timeline(layout: &Layout) -> Vec<(i64, i32, u64, usize)> {
     order
 }
 
-/// Interned ids of the sequence: a layout string's id + 1 for names and string values; one
-/// id per annotation key.
+/// Interned ids of the sequence, given in order of first use (so that the bytes depend on
+/// the layout alone): event names, annotation keys and annotation string values.
 #[derive(Default)]
 struct Interned {
-    names: std::collections::HashSet<u32>,
-    values: std::collections::HashSet<u32>,
+    names: HashMap<u32, u64>,
+    values: HashMap<u32, u64>,
     keys: HashMap<&'static str, u64>,
 }
 
 impl Interned {
     fn name(&mut self, id: u32, layout: &Layout, data: &mut InternedData) -> u64 {
-        let iid = id as u64 + 1;
-        if self.names.insert(id) {
-            data.event_names.push(EventName { iid: Some(iid), name: Some(layout.strings[id as usize].clone()) });
-        }
-        iid
+        let next = self.names.len() as u64 + 1;
+        *self.names.entry(id).or_insert_with(|| {
+            data.event_names.push(EventName { iid: Some(next), name: Some(layout.strings[id as usize].clone()) });
+            next
+        })
     }
 
     fn annotation(&mut self, key: &'static str, value: &Arg, layout: &Layout, data: &mut InternedData) -> DebugAnnotation {
@@ -120,11 +120,12 @@ impl Interned {
             Arg::Float(v) => a.double_value = Some(*v),
             Arg::Bool(v) => a.bool_value = Some(*v),
             Arg::Text(id) => {
-                if self.values.insert(*id) {
-                    data.debug_annotation_string_values
-                        .push(InternedString { iid: Some(*id as u64 + 1), str: Some(layout.strings[*id as usize].as_bytes().to_vec()) });
-                }
-                a.string_value_iid = Some(*id as u64 + 1);
+                let next = self.values.len() as u64 + 1;
+                let iid = *self.values.entry(*id).or_insert_with(|| {
+                    data.debug_annotation_string_values.push(InternedString { iid: Some(next), str: Some(layout.strings[*id as usize].as_bytes().to_vec()) });
+                    next
+                });
+                a.string_value_iid = Some(iid);
             }
         }
         a
