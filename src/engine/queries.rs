@@ -33,7 +33,7 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("compare_ops"),
     q!("compare_regions"),
     q!("device_idle"),
-    q!("export_cutoff"),
+    q!("export_budget"),
     q!("export_events"),
     q!("export_gaps"),
     q!("export_steps"),
@@ -261,11 +261,11 @@ mod tests {
         let mut readers: Vec<(&str, String)> = QUERIES.iter().map(|q| (q.name, q.sql().unwrap())).filter(|(_, sql)| reads_events(sql)).collect();
         readers.sort();
         let names: Vec<&str> = readers.iter().map(|(name, _)| *name).collect();
-        assert_eq!(names, ["export_cutoff", "export_events", "memory_profile", "recompilation", "transfers"]);
+        assert_eq!(names, ["export_budget", "export_events", "memory_profile", "recompilation", "transfers"]);
         for (name, text) in &readers {
             let rule = match *name {
                 // Read every event, so their caller opens an INPUT with all of them.
-                "export_cutoff" | "export_events" => "source::open_whole".to_string(),
+                "export_budget" | "export_events" => "source::open_whole".to_string(),
                 "transfers" => "is_transfer_event(".to_string(),
                 "recompilation" => "is_compile_event(".to_string(),
                 _ => format!("IN ('{}')", crate::tables::events_of_interest::MEMORY_EVENTS.join("', '")),

@@ -85,17 +85,15 @@ pub async fn export(engine: &Engine, run_id: &str, subject: &str, opts: &ExportO
     let a = Analyst::new(engine, run_id);
     let (from, to, label) = window(&a, subject, opts).await?;
     let range = [("from_ns", from.to_string()), ("to_ns", to.to_string())];
-    // Past the budget, only the events starting before the first one over it are read.
-    let mut budget = range.to_vec();
-    budget.push(("max_events", opts.max_events.to_string()));
-    let cutoff =
-        batches(&a, "export_cutoff", &budget).await?.iter().find(|b| b.num_rows() > 0).map(|b| Cols::of(b, &[], &["start_ns"], &[], &[]).int("start_ns", 0));
-    let truncated = cutoff.is_some();
-    let read_to = cutoff.flatten().map_or(to, |c| c.min(to));
+    let read_to = budget_end(&a, &range, opts.max_events).await?.map_or(to, |end| end.min(to));
+    crate::timing::stage_done("export: event budget", &mut clock);
     let mut strings = Strings::default();
     let mut events = read_events(&a, &[("from_ns", from.to_string()), ("to_ns", read_to.to_string())], &mut strings).await?;
-    // One order for everything built from the events (rows come in no order).
+    // One order for everything built from the events (rows come in no order); past the
+    // budget, the earliest events.
     events.sort_unstable_by_key(|e| (e.start, e.id));
+    let truncated = events.len() > opts.max_events || read_to < to;
+    events.truncate(opts.max_events);
     crate::timing::stage_done("export: window events read", &mut clock);
     let mut steps = read_steps(&a, &range, &mut strings).await?;
     let mut gaps = read_gaps(&a, &range, &mut strings).await?;
@@ -141,6 +139,27 @@ pub async fn export(engine: &Engine, run_id: &str, subject: &str, opts: &ExportO
         truncated,
         bytes,
     })
+}
+
+/// Where to stop reading a window's events to keep `max_events` of them and at most one
+/// time bucket more (`queries/export_budget.sql`): the end of the bucket in which the
+/// budget runs out, or None when the whole window fits.
+async fn budget_end(a: &Analyst<'_>, range: &[(&str, String)], max_events: usize) -> Result<Option<i64>, Error> {
+    let mut buckets: Vec<(i64, i64)> = Vec::new();
+    for b in batches(a, "export_budget", range).await? {
+        let c = Cols::of(&b, &[], &["first_start_ns", "events"], &[], &[]);
+        buckets.extend((0..b.num_rows()).map(|r| (c.int("first_start_ns", r).unwrap_or(0), c.int("events", r).unwrap_or(0))));
+    }
+    buckets.sort_unstable();
+    let mut seen = 0;
+    for (k, &(_, events)) in buckets.iter().enumerate() {
+        seen += events as usize;
+        if seen > max_events {
+            // Read through this bucket: up to the next one's first start (the last: to the end).
+            return Ok(Some(buckets.get(k + 1).map_or(i64::MAX, |next| next.0)));
+        }
+    }
+    Ok(None)
 }
 
 /// The window `opts` names: [from, to) ns and a label for it.
@@ -298,7 +317,9 @@ impl TextIds {
 }
 
 async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut Strings) -> Result<Vec<Event>, Error> {
+    let mut clock = std::time::Instant::now();
     let got = batches(a, "export_events", params).await?;
+    crate::timing::stage_done("export: events queried", &mut clock);
     let mut out = Vec::with_capacity(got.iter().map(|b| b.num_rows()).sum());
     for b in &got {
         let c = Cols::of(

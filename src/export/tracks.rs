@@ -219,14 +219,17 @@ pub fn layout(
             let plane_track = b.track(Some(process), &plane_name, next_rank(), None, None);
             let on_plane: Vec<usize> = (0..events.len()).filter(|&i| events[i].host == host_id && events[i].plane == plane).collect();
 
-            let mut lines: BTreeMap<(i64, String), Vec<usize>> = BTreeMap::new();
+            let mut lines: BTreeMap<(i64, Str), Vec<usize>> = BTreeMap::new();
             for &i in &on_plane {
-                lines.entry((events[i].line_id, strings.get(events[i].line).to_string())).or_default().push(i);
+                lines.entry((events[i].line_id, events[i].line)).or_default().push(i);
             }
+            // Lines in the profile's order (line id), then by name.
+            let mut lines: Vec<((i64, Str), Vec<usize>)> = lines.into_iter().collect();
+            lines.sort_by(|((a, x), _), ((b, y), _)| a.cmp(b).then_with(|| strings.get(*x).cmp(strings.get(*y))));
             let mut line_rank = 0;
-            for ((_, line_name), line_events) in lines {
+            for ((_, line), line_events) in lines {
                 line_rank += 1;
-                let track = b.track(Some(plane_track), &line_name, line_rank, None, None);
+                let track = b.track(Some(plane_track), strings.get(line), line_rank, None, None);
                 let slices = line_events
                     .iter()
                     .map(|&i| event_slice(&events[i], track, flows.out.get(&i).cloned().unwrap_or_default(), flows.into.get(&i).copied()))
