@@ -77,21 +77,12 @@ for i in $(seq "$RUNS"); do
   rm -rf "$SCRATCH"/logdir-*
 done
 
-python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RUNS" "${#FILES[@]}" "$RESULTS" "$COMMIT" <<'PY'
-import sys, os, csv, datetime, statistics as st
+python3 benches/record.py "$RESULTS" "$COMMIT" "$(basename "$INPUT")" "$BYTES" "${#FILES[@]}" < "$SCRATCH/results"
+python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RUNS" "${#FILES[@]}" "$RESULTS" <<'PY'
+import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 nbytes, path, runs, nfiles = int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
-results, commit = sys.argv[6], sys.argv[7]
-cores = open('/proc/cpuinfo').read().count('processor')
-new = not os.path.exists(results)
-with open(results, 'a', newline='') as f:
-    w = csv.writer(f)
-    if new:
-        w.writerow(["date", "commit", "input", "input_bytes", "files", "cores", "round", "group", "tool", "status", "wall_s", "cpu_s", "peak_rss_kb"])
-    day = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')
-    for group, label, wall, cpu, rss, rnd in rows:
-        ok = wall not in ("timeout", "failed")
-        w.writerow([day, commit, path.rsplit('/', 1)[-1], nbytes, nfiles, cores, rnd, group, label, "ok" if ok else wall, wall if ok else "", cpu if ok else "", rss if ok else ""])
+results = sys.argv[6]
 print(f"input: {path.rsplit('/', 1)[-1]} ({nbytes/1e6:.1f} MB in {nfiles} file(s)); median of {runs} runs; {open('/proc/cpuinfo').read().count('processor')} cores")
 for group in ("ingest", "summarize", "queries"):
     labels = list(dict.fromkeys(r[1] for r in rows if r[0] == group))

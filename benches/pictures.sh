@@ -41,22 +41,14 @@ done
 
 COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src queries Cargo.lock || echo +dirty)"
 RESULTS="${RESULTS:-benches/results/$(date -u +%F)-$COMMIT.csv}"
-python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RESULTS" "$COMMIT" "$(wc -c < "$SCRATCH/report.html")" "$(cat "$SCRATCH/export.line")" <<'PY'
-import sys, os, csv, datetime, statistics as st
+python3 benches/record.py "$RESULTS" "$COMMIT" "$(basename "$INPUT")" "$BYTES" 1 < "$SCRATCH/results"
+python3 - "$SCRATCH/results" "$RESULTS" "$(wc -c < "$SCRATCH/report.html")" "$(cat "$SCRATCH/export.line")" <<'PY'
+import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
-nbytes, name, results, commit = int(sys.argv[2]), sys.argv[3].rsplit('/', 1)[-1], sys.argv[4], sys.argv[5]
-page_bytes, line = int(sys.argv[6]), sys.argv[7]
+results, page_bytes, line = sys.argv[2], int(sys.argv[3]), sys.argv[4]
 words = line.replace(',', '').split()
 events = int(words[words.index('events') - 1])
 trace_bytes = int(words[words.index('bytes') - 1])
-cores = open('/proc/cpuinfo').read().count('processor')
-new = not os.path.exists(results)
-with open(results, 'a', newline='') as f:
-    w = csv.writer(f)
-    if new:
-        w.writerow(['date', 'commit', 'input', 'input_bytes', 'files', 'cores', 'round', 'group', 'tool', 'status', 'wall_s', 'cpu_s', 'peak_rss_kb'])
-    for group, tool, wall, cpu, rss, rnd in rows:
-        w.writerow([datetime.date.today().isoformat(), commit, name, nbytes, 1, cores, rnd, group, tool, 'ok', wall, cpu, rss])
 med = lambda tool: st.median(float(r[2]) for r in rows if r[1] == tool)
 rss = lambda tool: max(int(r[4]) for r in rows if r[1] == tool)
 for tool in dict.fromkeys(r[1] for r in rows):

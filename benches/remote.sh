@@ -68,19 +68,13 @@ done
 
 COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src queries Cargo.lock || echo +dirty)"
 RESULTS="${RESULTS:-benches/results/$(date -u +%F)-$COMMIT.csv}"
-python3 - "$SCRATCH/results" "$BYTES" "$NAME" "$RESULTS" "$COMMIT" "$STORE_RUNS" <<'PY'
-import sys, os, csv, datetime, statistics as st
+# Query rows are about the store, not the INPUT: their lines name it as their input.
+awk -v store="store of $STORE_RUNS committed captures" '{ print $0, ($1 == "query" ? store : "") }' "$SCRATCH/results" |
+  python3 benches/record.py "$RESULTS" "$COMMIT" "$NAME" "$BYTES" 1
+python3 - "$SCRATCH/results" "$RESULTS" "$STORE_RUNS" <<'PY'
+import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
-nbytes, name, results, commit, store_runs = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-cores = open('/proc/cpuinfo').read().count('processor')
-new = not os.path.exists(results)
-with open(results, 'a', newline='') as f:
-    w = csv.writer(f)
-    if new:
-        w.writerow(['date', 'commit', 'input', 'input_bytes', 'files', 'cores', 'round', 'group', 'tool', 'status', 'wall_s', 'cpu_s', 'peak_rss_kb'])
-    for group, tool, wall, cpu, rss, rnd in rows:
-        inp = name if group == 'ingest' else f'store of {store_runs} committed captures'
-        w.writerow([datetime.date.today().isoformat(), commit, inp, nbytes, 1, cores, rnd, group, tool, 'ok', wall, cpu, rss])
+results, store_runs = sys.argv[2], sys.argv[3]
 med = lambda tool: st.median(float(r[2]) for r in rows if r[1] == tool)
 rss = lambda tool: max(int(r[4]) for r in rows if r[1] == tool)
 for tool in sorted({r[1] for r in rows}):
