@@ -14,6 +14,16 @@ pub enum Source {
     Input(PathBuf),
 }
 
+impl Source {
+    /// The source as messages name it: `run "id"`, or the INPUT's path.
+    pub fn name(&self) -> String {
+        match self {
+            Source::Run { run_id, .. } => format!("run {run_id:?}"),
+            Source::Input(path) => path.display().to_string(),
+        }
+    }
+}
+
 /// A failure to open a source, with the exit code class it maps to.
 #[derive(Debug)]
 pub enum SourceError {

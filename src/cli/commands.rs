@@ -231,11 +231,7 @@ fn export_trace(source: &SourceArgs, output: &Path, opts: &ExportOptions) -> Don
     let source = source.source()?;
     let done = runtime().block_on(async {
         let opened = profq::source::open_whole(&source, Spread::Narrow).await?;
-        let subject = match &source {
-            profq::source::Source::Input(path) => path.display().to_string(),
-            profq::source::Source::Run { run_id, .. } => format!("run {run_id:?}"),
-        };
-        export::export(&opened.engine, &opened.run_id, &subject, opts, output).await
+        export::export(&opened.engine, &opened.run_id, &source.name(), opts, output).await
     })?;
     print!("{}", render::exported(&done, output));
     Ok(())

@@ -314,13 +314,6 @@ pub fn provenance_failure(comparison: &Value) -> Option<Error> {
     Some(Error::new(Kind::Provenance, format!("Provenance checks failed. {}", msgs.join(" "))))
 }
 
-/// Compares two sides. Both with tables: full-table op/region deltas per step and the
-/// step-noise verdict are added, and regressed/improved ops come from the full tables.
-/// `read`: the columns the sides' tables hold ([`columns_read`] of `opts`, given to [`load_side`]).
-pub async fn compare(before: Side, after: Side, opts: &CompareOptions, read: &ColumnsRead) -> Result<Value, QueryError> {
-    Ok(compare_with_summaries(before, after, opts, read).await?.0)
-}
-
 /// A side's summary as compared, and its JSON as written (a summary file's, as it was read).
 pub struct SideSummary {
     pub doc: Summary,
@@ -334,7 +327,10 @@ impl SideSummary {
     }
 }
 
-/// [`compare`], also returning the two summaries it compared.
+/// Compares two sides, and returns the two summaries it compared too. Both with tables:
+/// full-table op/region deltas per step and the step-noise verdict are added, and
+/// regressed/improved ops come from the full tables. `read`: the columns the sides' tables
+/// hold ([`columns_read`] of `opts`, given to [`load_side`]).
 pub async fn compare_with_summaries(
     before: Side,
     after: Side,
