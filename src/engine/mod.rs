@@ -87,7 +87,16 @@ fn session_config(partitions: usize) -> SessionConfig {
 /// object-store registry, so that `s3://` and `gs://` tables resolve to the stores
 /// [`crate::remote`] builds.
 fn runtime_env() -> Arc<RuntimeEnv> {
-    RuntimeEnvBuilder::new().with_object_store_registry(crate::remote::registry()).build_arc().expect("a runtime of defaults builds")
+    // No cache of listings: on its first use it lists a whole table to serve every later
+    // prefix, so a query of one run would list the partitions of every run. Without it a
+    // query lists only the partitions its `run_id = …` filter names, which keeps the cost of
+    // a one-run query flat as a store grows.
+    let caches = datafusion::execution::cache::cache_manager::CacheManagerConfig::default().with_list_files_cache_limit(0);
+    RuntimeEnvBuilder::new()
+        .with_object_store_registry(crate::remote::registry())
+        .with_cache_manager(caches)
+        .build_arc()
+        .expect("a runtime of defaults builds")
 }
 
 /// When a session's tables get their rows: at once, or after its statements are planned
@@ -229,7 +238,9 @@ impl Engine {
     /// An engine over every run of a store, a directory or a bucket: each table a listing
     /// table over its files (hive partition `run_id`), or empty when it has none.
     pub async fn open_with(store: &Location, spread: Spread) -> Result<Engine, QueryError> {
-        let config = session_config(spread.partitions()).with_information_schema(true);
+        // Statistics would be read from every file's footer while planning (and again while
+        // executing): over many runs' small files that doubles the reads of a scan.
+        let config = session_config(spread.partitions()).with_information_schema(true).with_collect_statistics(false);
         let ctx = SessionContext::new_with_config_rt(config, runtime_env());
         functions::register(&ctx);
         let urls = store.table_urls().await.map_err(QueryError)?;
