@@ -92,11 +92,7 @@ fn runtime_env() -> Arc<RuntimeEnv> {
     // query lists only the partitions its `run_id = …` filter names, which keeps the cost of
     // a one-run query flat as a store grows.
     let caches = datafusion::execution::cache::cache_manager::CacheManagerConfig::default().with_list_files_cache_limit(0);
-    RuntimeEnvBuilder::new()
-        .with_object_store_registry(crate::remote::registry())
-        .with_cache_manager(caches)
-        .build_arc()
-        .expect("a runtime of defaults builds")
+    RuntimeEnvBuilder::new().with_object_store_registry(crate::remote::registry()).with_cache_manager(caches).build_arc().expect("a runtime of defaults builds")
 }
 
 /// When a session's tables get their rows: at once, or after its statements are planned

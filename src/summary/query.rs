@@ -17,11 +17,34 @@ pub struct Intent {
     pub example: &'static str,
 }
 
-const OPS: &[&str] = &["op", "ops", "operation", "operations", "kernel", "kernels", "hlo"];
-const COMM: &[&str] = &["comm", "communication", "collective", "collectives", "allreduce", "nccl"];
+const OPS: &[&str] = &["op", "ops", "operation", "operations", "kernel", "kernels", "hlo", "fusion", "fusions"];
+/// Communication, as people name it: the word, the libraries and links (NCCL, RCCL, ICI,
+/// DCN) and the collectives (hyphenated names also match joined: `all-reduce` → `allreduce`).
+const COMM: &[&str] = &[
+    "comm",
+    "communication",
+    "collective",
+    "collectives",
+    "allreduce",
+    "allreduces",
+    "allgather",
+    "reducescatter",
+    "alltoall",
+    "psum",
+    "nccl",
+    "rccl",
+    "ici",
+    "dcn",
+];
 
 /// In matching order.
 pub const INTENTS: &[Intent] = &[
+    Intent {
+        query_type: "trend",
+        all_of: &[&["run", "runs"], &["slowest", "fastest", "regressed", "regression", "regressions", "worst", "best"]],
+        queries: &["trends"],
+        example: "Which run is the slowest?",
+    },
     Intent {
         query_type: "trend",
         all_of: &[
@@ -32,22 +55,22 @@ pub const INTENTS: &[Intent] = &[
         example: "How did fusion.3 change across runs?",
     },
     Intent {
+        query_type: "pre_op_gap",
+        all_of: &[&["gap", "gaps", "idle", "waiting", "wait", "waits", "bubble", "bubbles"], &["before"]],
+        queries: &["pre_op_gaps", "gap_contexts"],
+        example: "What is the gap before fusion.3?",
+    },
+    Intent {
         query_type: "top_ops",
-        all_of: &[&["top", "hot", "hottest", "slowest", "expensive", "costliest", "heaviest"], OPS],
+        all_of: &[&["top", "hot", "hottest", "slowest", "expensive", "costliest", "heaviest", "most", "longest", "dominate", "breakdown"], OPS],
         queries: &["hot_ops"],
         example: "What are the top 10 ops by exclusive time?",
     },
     Intent {
         query_type: "compute_vs_communication",
-        all_of: &[COMM, &["compute", "dominating", "dominant", "dominates", "dominate", "worst", "vs", "versus"]],
+        all_of: &[COMM, &["compute", "computation", "overlap", "dominating", "dominant", "dominates", "dominate", "worst", "vs", "versus"]],
         queries: &["time_breakdown", "collectives_by_kind"],
         example: "Is comm or compute dominating? Which collective is worst?",
-    },
-    Intent {
-        query_type: "pre_op_gap",
-        all_of: &[&["gap", "gaps", "idle", "waiting", "wait"], &["before"]],
-        queries: &["pre_op_gaps", "gap_contexts"],
-        example: "What is the gap before fusion.3?",
     },
     Intent {
         query_type: "gap_region_context",
@@ -58,7 +81,20 @@ pub const INTENTS: &[Intent] = &[
     Intent { query_type: "collective_breakdown", all_of: &[COMM], queries: &["collectives_by_kind"], example: "Break down the collectives" },
     Intent {
         query_type: "recompilation",
-        all_of: &[&["recompile", "recompiles", "recompilation", "recompiling", "compile", "compiles", "compilation", "retrace", "retracing", "churn"]],
+        all_of: &[&[
+            "recompile",
+            "recompiles",
+            "recompilation",
+            "recompilations",
+            "recompiling",
+            "compile",
+            "compiles",
+            "compiling",
+            "compilation",
+            "retrace",
+            "retracing",
+            "churn",
+        ]],
         queries: &["recompilation", "shape_churn"],
         example: "Is anything recompiling during training?",
     },
@@ -79,25 +115,31 @@ pub const INTENTS: &[Intent] = &[
     },
     Intent {
         query_type: "stragglers",
-        all_of: &[&["straggler", "stragglers", "skew", "imbalance", "slowest", "lagging", "lag"]],
+        all_of: &[&["straggler", "stragglers", "skew", "imbalance", "slowest", "slower", "lagging", "lag"]],
         queries: &["step_skew"],
         example: "Which device is the straggler?",
     },
     Intent {
         query_type: "step_jitter",
-        all_of: &[&["jitter", "variance", "variation", "outlier", "outliers", "classes", "heavy", "light", "periodic", "periodicity", "spiky"]],
+        all_of: &[&["jitter", "jittery", "variance", "variation", "outlier", "outliers", "classes", "heavy", "light", "periodic", "periodicity", "spiky"]],
         queries: &["step_durations", "step_times"],
         example: "Is step time jittery? Are there heavy steps?",
     },
     Intent {
         query_type: "device_idle",
-        all_of: &[&["idle", "starved", "starving", "utilization", "utilisation", "busy", "underutilized"]],
+        all_of: &[&["idle", "starved", "starving", "utilization", "utilisation", "busy", "underutilized", "bubble", "bubbles"]],
         queries: &["device_idle", "pre_op_gaps"],
         example: "How idle is the device?",
     },
     Intent {
+        query_type: "comparison_hint",
+        all_of: &[&["improve", "improved", "regress", "regressed", "regression", "compare", "comparison", "diff", "changed", "before", "after"]],
+        queries: &[],
+        example: "Did this change improve anything?",
+    },
+    Intent {
         query_type: "step_time",
-        all_of: &[&["step", "steps", "iteration", "throughput"]],
+        all_of: &[&["step", "steps", "iteration", "iterations", "throughput"]],
         queries: &["step_times", "step_durations"],
         example: "How long is a step?",
     },
@@ -123,12 +165,6 @@ pub const INTENTS: &[Intent] = &[
         example: "How much device memory is used at peak?",
     },
     Intent {
-        query_type: "comparison_hint",
-        all_of: &[&["improve", "improved", "regress", "regressed", "regression", "compare", "comparison", "diff", "changed", "before", "after"]],
-        queries: &[],
-        example: "Did this change improve anything?",
-    },
-    Intent {
         query_type: "optimization_candidates",
         all_of: &[&[
             "next",
@@ -144,14 +180,22 @@ pub const INTENTS: &[Intent] = &[
             "bottleneck",
             "bottlenecks",
             "fix",
+            "fixes",
         ]],
         queries: &[],
         example: "What should we try next?",
     },
 ];
 
+/// The words of a question, lowercased; a hyphenated word also counts joined
+/// (`all-reduce` gives `all`, `reduce` and `allreduce`).
 fn words(text: &str) -> Vec<String> {
-    text.to_lowercase().split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect()
+    let lower = text.to_lowercase();
+    let mut out: Vec<String> = lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect();
+    for token in lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).filter(|t| t.contains('-')) {
+        out.push(token.replace('-', ""));
+    }
+    out
 }
 
 /// The intent a question maps to, if any.
@@ -197,7 +241,9 @@ pub fn trend_target(question: &str) -> Option<String> {
     let target: Vec<&str> = words[start..end].iter().copied().filter(|w| !["the", "op", "ops", "time", "self"].contains(w)).collect();
     let target = target.join(" ").trim_matches(|c: char| "`\"'?.!,".contains(c)).to_string();
     let metric = ["", "step", "steps", "step time", "metric", "metrics", "it", "things", "performance", "everything"];
-    (!metric.contains(&target.as_str())).then_some(target)
+    // A share or ratio (`the all-reduce share`) is a run-level metric, not an op.
+    let share = target.split_whitespace().any(|w| ["share", "shares", "ratio", "fraction"].contains(&w));
+    (!metric.contains(&target.as_str()) && !share).then_some(target)
 }
 
 /// The first op-like token (`name.N`) of a question.
