@@ -22,3 +22,20 @@ fn every_question_of_the_corpus_reaches_its_analysis() {
         .collect();
     assert!(wrong.is_empty(), "{} of {} questions misrouted:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
 }
+
+/// "Which run is the slowest?" over a store names the run with the longest steady median
+/// step, with its top op.
+#[test]
+fn the_slowest_run_of_a_store_is_named() {
+    let store = common::temp_dir("router-runs");
+    common::ingest(&store, &common::jax_cpu("mlp_before"), "before");
+    common::ingest(&store, &common::jax_cpu("mlp_after"), "after");
+    let o = common::profq(&["query", "Which run is the slowest?", "--store", store.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let answer: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let rows = answer["results"].as_array().unwrap();
+    let slowest = rows.iter().max_by(|a, b| a["steady_median_ns"].as_f64().unwrap().total_cmp(&b["steady_median_ns"].as_f64().unwrap())).unwrap();
+    assert_eq!(answer["slowest_run"]["run_id"], slowest["run_id"]);
+    assert_eq!(answer["slowest_run"]["top_op"], slowest["top_op"]);
+    assert_ne!(answer["fastest_run"]["run_id"], answer["slowest_run"]["run_id"]);
+}

@@ -125,7 +125,12 @@ async fn trend_answer(question: &str, store: &Location, show_sql: bool) -> Resul
         None => ("trends", BTreeMap::new()),
     };
     let rows = crate::render::rows(&engine.run_named(name, &params).await?);
-    let mut answer = json!({"query_type": "trend", "question": question, "target": target, "analysis": name, "results": rows});
+    let mut answer = json!({"query_type": "trend", "question": question, "target": target, "analysis": name});
+    if name == "trends" {
+        answer["slowest_run"] = query::extreme_run(&rows, true);
+        answer["fastest_run"] = query::extreme_run(&rows, false);
+    }
+    answer["results"] = json!(rows);
     if show_sql {
         answer["sql"] = json!([sql_of(name, &params)]);
     }

@@ -246,6 +246,21 @@ pub fn trend_target(question: &str) -> Option<String> {
     (!metric.contains(&target.as_str()) && !share).then_some(target)
 }
 
+/// Of `trends` rows, the run with the longest steady median step (`slowest`) or the
+/// shortest (ties: run id), with what explains it: its top op and the time split. Null
+/// when no run has steady steps.
+pub fn extreme_run(rows: &[Map<String, Value>], slowest: bool) -> Value {
+    let median = |r: &Map<String, Value>| r.get("steady_median_ns").and_then(Value::as_f64);
+    let run = |r: &Map<String, Value>| r.get("run_id").and_then(Value::as_str).unwrap_or("").to_string();
+    let picked = rows.iter().filter_map(|r| Some((median(r)?, r))).min_by(|(x, a), (y, b)| {
+        let by_median = if slowest { y.total_cmp(x) } else { x.total_cmp(y) };
+        by_median.then_with(|| run(a).cmp(&run(b)))
+    });
+    let Some((_, row)) = picked else { return Value::Null };
+    let keep = ["run_id", "ingest_order", "steady_median_ns", "top_op", "top_op_self_ns", "communication_share", "compute_share"];
+    Value::Object(keep.iter().filter_map(|k| Some((k.to_string(), row.get(*k)?.clone()))).collect())
+}
+
 /// The first op-like token (`name.N`) of a question.
 fn op_token(question: &str) -> Option<String> {
     question
