@@ -24,14 +24,7 @@ PROFQ="${CARGO_TARGET_DIR:-$PWD/target}/release/profq"
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
 
-measure() { # group label command... ; appends "group label wall cpu rss_kb round input"
-  local group=$1 label=$2; shift 2
-  if ! /usr/bin/time -f "%e %U %S %M" -o "$SCRATCH/t" "$@" > /dev/null 2> "$SCRATCH/err"; then
-    echo "$label failed:" >&2; cat "$SCRATCH/err" >&2; exit 1
-  fi
-  read -r wall user sys rss < <(tail -1 "$SCRATCH/t")
-  echo "$group $label $wall $(awk "BEGIN{print $user + $sys}") $rss $ROUND store of $SIZE runs" >> "$SCRATCH/results"
-}
+. benches/measure.sh
 
 BASE="$SCRATCH/base"
 CAPTURES=$(ls -d tests/data/jax_cpu/*/plugins/.. tests/data/jax_gpu/*/plugins/..)
@@ -43,6 +36,7 @@ BASE_RUNS=$n
 
 for SIZE in $SIZES; do
   STORE="$SCRATCH/store-$SIZE"
+  MEASURE_INPUT="store of $SIZE runs"
   mkdir -p "$STORE"
   # Run k is a copy of base run (k mod BASE_RUNS) + 1.
   for table in "$BASE"/*/; do

@@ -21,14 +21,7 @@ SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
 BYTES=$(cat "$INPUT" | wc -c)
 
-measure() { # group label command... ; appends "group label wall cpu rss_kb round"
-  local group=$1 label=$2; shift 2
-  if ! /usr/bin/time -f "%e %U %S %M" -o "$SCRATCH/t" "$@" > "$SCRATCH/out" 2> "$SCRATCH/err"; then
-    echo "$label failed:" >&2; cat "$SCRATCH/err" >&2; exit 1
-  fi
-  read -r wall user sys rss < <(tail -1 "$SCRATCH/t")
-  echo "$group $label $wall $(awk "BEGIN{print $user + $sys}") $rss $ROUND" >> "$SCRATCH/results"
-}
+. benches/measure.sh
 
 for i in $(seq "$RUNS"); do
   ROUND=$i

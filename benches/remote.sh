@@ -33,14 +33,7 @@ NAME=$(basename "$INPUT")
 "$VENV/bin/python" "${OBJECTS[@]}" upload bench in "$INPUT"
 BYTES=$(wc -c < "$INPUT")
 
-measure() { # group label command... ; appends "group label wall cpu rss_kb round"
-  local group=$1 label=$2; shift 2
-  if ! /usr/bin/time -f "%e %U %S %M" -o "$SCRATCH/t" "$@" > /dev/null 2> "$SCRATCH/err"; then
-    echo "$label failed:" >&2; cat "$SCRATCH/err" >&2; exit 1
-  fi
-  read -r wall user sys rss < <(tail -1 "$SCRATCH/t")
-  echo "$group $label $wall $(awk "BEGIN{print $user + $sys}") $rss $ROUND" >> "$SCRATCH/results"
-}
+. benches/measure.sh
 
 # A store of STORE_RUNS runs: the committed captures (tests/data), ingested locally, then
 # copied into the bucket as they are.
@@ -55,10 +48,13 @@ rm -rf "$SCRATCH/store/.staging" "$SCRATCH/store/.lock"
 for i in $(seq "$RUNS"); do
   ROUND=$i
   export PROFQ_CACHE_DIR="$SCRATCH/cache-$i"
+  MEASURE_INPUT=""
   measure ingest profq_ingest_s3 "$PROFQ" ingest "s3://bench/in/$NAME" --store "$SCRATCH/s-$i" --run-id bench
-  measure ingest curl_download curl -sf -o "$SCRATCH/dl-$i-$NAME" "$AWS_ENDPOINT/bench/in/$NAME"
+  measure ingest curl_download curl -sf --aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+    -o "$SCRATCH/dl-$i-$NAME" "$AWS_ENDPOINT/bench/in/$NAME"
   measure ingest profq_ingest_local "$PROFQ" ingest "$SCRATCH/dl-$i-$NAME" --store "$SCRATCH/l-$i" --run-id bench
   rm -rf "$SCRATCH/s-$i" "$SCRATCH/l-$i" "$SCRATCH/dl-$i-$NAME" "$SCRATCH/cache-$i"
+  MEASURE_INPUT="store of $STORE_RUNS committed captures"
   for where in s3 local; do
     store="s3://bench/store"; [ "$where" = local ] && store="$SCRATCH/store"
     measure query "profq_run_hot_ops_$where" "$PROFQ" run hot_ops --run run-1 --store "$store"
@@ -68,9 +64,7 @@ done
 
 COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src queries Cargo.lock || echo +dirty)"
 RESULTS="${RESULTS:-benches/results/$(date -u +%F)-$COMMIT.csv}"
-# Query rows are about the store, not the INPUT: their lines name it as their input.
-awk -v store="store of $STORE_RUNS committed captures" '{ print $0, ($1 == "query" ? store : "") }' "$SCRATCH/results" |
-  python3 benches/record.py "$RESULTS" "$COMMIT" "$NAME" "$BYTES" 1
+python3 benches/record.py "$RESULTS" "$COMMIT" "$NAME" "$BYTES" 1 < "$SCRATCH/results"
 python3 - "$SCRATCH/results" "$RESULTS" "$STORE_RUNS" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
