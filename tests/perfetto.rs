@@ -132,7 +132,7 @@ fn bad_windows_are_one_line_errors() {
 /// export with no unknown field: field numbers and wire types are Perfetto's.
 #[test]
 fn perfettos_schema_reads_every_field() {
-    let python = std::env::var("PROFQ_PYTHON").unwrap_or_else(|_| "python3".into());
+    let python = common::servers::python();
     let has = Command::new(&python).args(["-c", "import perfetto.protos.perfetto.trace.perfetto_trace_pb2"]).output().is_ok_and(|o| o.status.success());
     if !has {
         assert!(std::env::var("CI").map_or(true, |v| v != "true"), "the perfetto package is missing from the test venv (.ci/run installs it)");

@@ -146,8 +146,8 @@ pub async fn export(engine: &Engine, run_id: &str, subject: &str, opts: &ExportO
 /// budget runs out, or None when the whole window fits.
 async fn budget_end(a: &Analyst<'_>, range: &[(&str, String)], max_events: usize) -> Result<Option<i64>, Error> {
     let mut buckets: Vec<(i64, i64)> = Vec::new();
-    for b in batches(a, "export_budget", range).await? {
-        let c = Cols::of(&b, &[], &["first_start_ns", "events"], &[], &[]);
+    for b in a.batches("export_budget", range).await? {
+        let c = Cols::of(&b, &["first_start_ns", "events"], &[], &[]);
         buckets.extend((0..b.num_rows()).map(|r| (c.int("first_start_ns", r).unwrap_or(0), c.int("events", r).unwrap_or(0))));
     }
     buckets.sort_unstable();
@@ -232,27 +232,18 @@ fn column(b: &RecordBatch, name: &str, to: &DataType) -> std::sync::Arc<dyn Arra
     arrow::compute::cast(col, to).expect("export columns cast")
 }
 
-/// Per batch, a column's values as the caller needs them (cast once per batch).
+/// Per batch, the number and flag columns as the caller needs them (cast once per batch);
+/// text columns are read as layout strings ([`TextIds`]).
 struct Cols {
-    text: BTreeMap<&'static str, std::sync::Arc<dyn Array>>,
     int: BTreeMap<&'static str, std::sync::Arc<dyn Array>>,
     float: BTreeMap<&'static str, std::sync::Arc<dyn Array>>,
     boolean: BTreeMap<&'static str, std::sync::Arc<dyn Array>>,
 }
 
 impl Cols {
-    fn of(b: &RecordBatch, text: &[&'static str], int: &[&'static str], float: &[&'static str], boolean: &[&'static str]) -> Cols {
+    fn of(b: &RecordBatch, int: &[&'static str], float: &[&'static str], boolean: &[&'static str]) -> Cols {
         let cast = |names: &[&'static str], to: DataType| names.iter().map(|n| (*n, column(b, n, &to))).collect();
-        Cols {
-            text: cast(text, DataType::Utf8),
-            int: cast(int, DataType::Int64),
-            float: cast(float, DataType::Float64),
-            boolean: cast(boolean, DataType::Boolean),
-        }
-    }
-    fn text<'a>(&'a self, name: &str, r: usize) -> Option<&'a str> {
-        let a = self.text[name].as_string::<i32>();
-        (!a.is_null(r)).then(|| a.value(r))
+        Cols { int: cast(int, DataType::Int64), float: cast(float, DataType::Float64), boolean: cast(boolean, DataType::Boolean) }
     }
     fn int(&self, name: &str, r: usize) -> Option<i64> {
         let a = self.int[name].as_primitive::<Int64Type>();
@@ -266,13 +257,6 @@ impl Cols {
         let a = self.boolean[name].as_boolean();
         !a.is_null(r) && a.value(r)
     }
-}
-
-/// The batches of export query `query` over the analyst's run.
-async fn batches(a: &Analyst<'_>, query: &str, params: &[(&str, String)]) -> Result<Vec<RecordBatch>, Error> {
-    let mut all: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-    all.insert("run_id".into(), a.run_id.to_string());
-    Ok(a.engine.run_named(query, &all).await?)
 }
 
 /// A text column of a batch as layout strings: a dictionary's values interned once each,
@@ -318,13 +302,12 @@ impl TextIds {
 
 async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut Strings) -> Result<Vec<Event>, Error> {
     let mut clock = std::time::Instant::now();
-    let got = batches(a, "export_events", params).await?;
+    let got = a.batches("export_events", params).await?;
     crate::timing::stage_done("export: events queried", &mut clock);
     let mut out = Vec::with_capacity(got.iter().map(|b| b.num_rows()).sum());
     for b in &got {
         let c = Cols::of(
             b,
-            &[],
             &["event_id", "line_id", "start_ns", "dur_ns", "correlation_id", "program_id", "step", "self_ns", "bytes", "overlapped_ns", "exposed_ns"],
             &["flops", "bytes_accessed"],
             &["is_op", "is_async"],
@@ -394,15 +377,16 @@ async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut S
 }
 
 async fn read_steps(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut Strings) -> Result<Vec<StepSpan>, Error> {
-    let got = batches(a, "export_steps", params).await?;
+    let got = a.batches("export_steps", params).await?;
     let mut out = Vec::new();
     for b in &got {
-        let c = Cols::of(b, &["host", "device"], &["step", "start_ns", "end_ns", "busy_ns", "communication_ns", "idle_ns", "op_count"], &[], &[]);
+        let c = Cols::of(b, &["step", "start_ns", "end_ns", "busy_ns", "communication_ns", "idle_ns", "op_count"], &[], &[]);
+        let [mut host, mut device] = ["host", "device"].map(|n| TextIds::of(b, n));
         for r in 0..b.num_rows() {
             let int = |n: &str| c.int(n, r).unwrap_or(0);
             out.push(StepSpan {
-                host: strings.id(c.text("host", r).unwrap_or("")),
-                device: c.text("device", r).map(|d| strings.id(d)),
+                host: host.get(r, strings).unwrap_or_else(|| strings.id("")),
+                device: device.get(r, strings),
                 step: int("step"),
                 start: int("start_ns"),
                 end: int("end_ns"),
@@ -417,19 +401,21 @@ async fn read_steps(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut St
 }
 
 async fn read_gaps(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut Strings) -> Result<Vec<Gap>, Error> {
-    let got = batches(a, "export_gaps", params).await?;
+    let got = a.batches("export_gaps", params).await?;
     let mut out = Vec::new();
     for b in &got {
-        let c = Cols::of(b, &["host", "device", "line", "marker_op", "payload_op", "payload_region"], &["step", "start_ns", "gap_ns"], &[], &[]);
+        let c = Cols::of(b, &["step", "start_ns", "gap_ns"], &[], &[]);
+        let [mut host, mut device, mut line, mut marker, mut payload, mut region] =
+            ["host", "device", "line", "marker_op", "payload_op", "payload_region"].map(|n| TextIds::of(b, n));
         for r in 0..b.num_rows() {
-            let mut id = |n: &str| strings.id(c.text(n, r).unwrap_or(""));
+            let mut id = |t: &mut TextIds| t.get(r, strings).unwrap_or_else(|| strings.id(""));
             out.push(Gap {
-                host: id("host"),
-                device: id("device"),
-                line: id("line"),
-                marker_op: id("marker_op"),
-                payload_op: id("payload_op"),
-                payload_region: c.text("payload_region", r).map(|s| strings.id(s)),
+                host: id(&mut host),
+                device: id(&mut device),
+                line: id(&mut line),
+                marker_op: id(&mut marker),
+                payload_op: id(&mut payload),
+                payload_region: region.get(r, strings),
                 step: c.int("step", r),
                 start: c.int("start_ns", r).unwrap_or(0),
                 gap_ns: c.int("gap_ns", r).unwrap_or(0),

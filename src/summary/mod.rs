@@ -146,6 +146,12 @@ impl<'a> Analyst<'a> {
     }
 
     pub async fn rows(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<Row>, QueryError> {
+        Ok(crate::render::rows(&self.batches(query, params).await?))
+    }
+
+    /// The batches of named query `query` over the analyst's run, as [`Analyst::rows`] reads
+    /// them (for callers that read columns rather than JSON rows).
+    pub async fn batches(&self, query: &str, params: &[(&str, String)]) -> Result<Vec<datafusion::arrow::record_batch::RecordBatch>, QueryError> {
         let p = bind(query, params, self.run_id);
         let key = key(query, &p);
         let t0 = std::time::Instant::now();
@@ -157,7 +163,7 @@ impl<'a> Analyst<'a> {
         if crate::timing::enabled() {
             eprintln!("profq: timing: query {query}: {:.3} s", t0.elapsed().as_secs_f64());
         }
-        Ok(crate::render::rows(&batches))
+        Ok(batches)
     }
 }
 
