@@ -52,6 +52,20 @@ impl From<LoadError<String>> for IngestError {
     }
 }
 
+/// What an ingest has got through: files, bytes, events, and the time left at that pace.
+fn progress_line(p: &decode::LoadProgress, elapsed: std::time::Duration) -> String {
+    let mb = |b: u64| b as f64 / 1e6;
+    let mut line = format!("profq: ingesting: {:.0} of {:.0} MB, {:.1} M events", mb(p.bytes_done), mb(p.bytes), p.events as f64 / 1e6);
+    if p.files > 1 {
+        line += &format!(", {} of {} hosts", p.files_done, p.files);
+    }
+    if p.bytes_done > 0 && p.bytes > p.bytes_done {
+        let left = elapsed.as_secs_f64() * (p.bytes - p.bytes_done) as f64 / p.bytes_done as f64;
+        line += &format!(", ~{left:.0} s left");
+    }
+    line
+}
+
 fn progress(msg: &str) {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K{msg}");
@@ -213,6 +227,8 @@ struct StagingSink<'a> {
     already_present: Option<String>,
     events: usize,
     ops: usize,
+    /// When decoding began (the pace the progress line's time left is reckoned from).
+    started: std::time::Instant,
 }
 
 impl StagingSink<'_> {
@@ -241,8 +257,10 @@ impl PartSink for StagingSink<'_> {
     fn prepare_part(&self) -> Option<fn(&mut Capture)> {
         Some(intern_derived_strings)
     }
+    fn progress(&mut self, told: &decode::LoadProgress) {
+        progress(&progress_line(told, self.started.elapsed()));
+    }
     fn part(&mut self, capture: &mut Capture) -> Result<(), String> {
-        progress(&format!("profq: building tables ({} events so far)", self.events + capture.num_events()));
         let ids = tables::derive::pool_ids(&capture.strings);
         let capture = &*capture;
         let first_event_id = self.deriver.next_event_id();
@@ -394,6 +412,7 @@ pub fn ingest(input: &Path, opts: &IngestOptions) -> Result<Outcome, IngestError
         already_present: None,
         events: 0,
         ops: 0,
+        started: std::time::Instant::now(),
     };
     let loaded = decode::load_parts(&resolved, &mut sink);
     if let Some(existing) = sink.already_present.take() {

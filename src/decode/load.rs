@@ -86,6 +86,8 @@ pub trait PartSink: Send {
         false
     }
     fn part(&mut self, capture: &mut Capture) -> Result<(), Self::Error>;
+    /// How far the load has got, told just before each part is received.
+    fn progress(&mut self, _progress: &LoadProgress) {}
     /// Which args the sink reads (see [`Capture::args_kept`]); None: all of them.
     fn args_kept(&self) -> Option<ArgsKept> {
         None
@@ -104,6 +106,16 @@ pub trait PartSink: Send {
     }
     /// Forget every part received: loading starts over (the XPlane failed, the trace JSON follows).
     fn restart(&mut self) -> Result<(), Self::Error>;
+}
+
+/// How far a load has got: files and their bytes decoded whole, and events handed over.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoadProgress {
+    pub files_done: usize,
+    pub files: usize,
+    pub bytes_done: u64,
+    pub bytes: u64,
+    pub events: u64,
 }
 
 /// Keeps every part's chunks: the whole capture in memory.
@@ -188,6 +200,8 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
 
     let mut xplanes = maps.iter().zip(&layouts);
     let prepare_part = sink.prepare_part();
+    let file_bytes = |f: &SourceFile| std::fs::metadata(&f.path).map_or(0, |m| m.len());
+    let progress = std::cell::Cell::new(LoadProgress { files: files.len(), bytes: files.iter().map(file_bytes).sum(), ..LoadProgress::default() });
     let trace_sha256 = std::thread::scope(|scope| {
         // The files are hashed on another core while the parts decode; a sink that
         // identifies first learns the digest before it receives the first part.
@@ -207,7 +221,7 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
         // metadata planes') holds nothing up: the channel keeps it while the sink learns the
         // digest, and the next part decodes meanwhile.
         let overlap = sink.overlaps_decode();
-        let (parts, received) = std::sync::mpsc::sync_channel::<Capture>(1);
+        let (parts, received) = std::sync::mpsc::sync_channel::<(Capture, LoadProgress)>(1);
         let (receipt, receipts) = std::sync::mpsc::channel::<()>();
         let receiver = scope.spawn(move || -> Result<String, LoadError<S::Error>> {
             let mut hasher = Some(hasher);
@@ -217,7 +231,8 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
                 Ok(digest)
             };
             let first = if identifies_first { Some(identify(sink)?) } else { None };
-            for mut part in received {
+            for (mut part, progress) in received {
+                sink.progress(&progress);
                 sink.part(&mut part).map_err(LoadError::Sink)?;
                 let _ = receipt.send(());
             }
@@ -228,12 +243,16 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
         });
         // Parts handed over whose receipt has not come back.
         let mut in_sink = 0usize;
+        let progress = &progress;
         let mut hand_over = move |capture: &mut Capture| -> Result<(), Stop> {
             if let Some(prepare) = prepare_part {
                 prepare(capture);
             }
             let small = capture.num_events() < SMALL_PART_EVENTS;
-            parts.send(capture.take_part()).map_err(|_| Stop::SinkStopped)?;
+            let mut told = progress.get();
+            told.events += capture.num_events() as u64;
+            progress.set(told);
+            parts.send((capture.take_part(), told)).map_err(|_| Stop::SinkStopped)?;
             in_sink += 1;
             let may_stay = match (small, overlap) {
                 (true, _) => in_sink,
@@ -262,6 +281,10 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
                         hand_over(&mut capture)?;
                     }
                 }
+                let mut done = progress.get();
+                done.files_done += 1;
+                done.bytes_done += file_bytes(f);
+                progress.set(done);
             }
             Ok(())
         })();
@@ -422,17 +445,30 @@ impl Read for ChannelReader {
 }
 
 pub(super) fn load_json(f: &SourceFile, capture: &mut Capture) -> Result<(), InputError> {
-    let map = map_file(&f.path)?;
-    let bytes: &[u8] = &map;
-    let decoded = std::thread::scope(|s| {
-        if bytes.starts_with(&[0x1f, 0x8b]) {
+    let mut file = File::open(&f.path).map_err(|e| input_err(&f.path, format!("cannot open: {e}")))?;
+    let mut magic = [0u8; 2];
+    let gzip = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+    let decoded = if gzip {
+        let map = map_file(&f.path)?;
+        let map = &map;
+        std::thread::scope(|s| {
             // gunzip on its own thread, a few MiB ahead of the parser.
-            let (tx, rx) = std::sync::mpsc::sync_channel(4);
-            s.spawn(move || gunzip_into(bytes, tx));
-            trace_json::decode_trace_json(ChannelReader { rx, buf: Vec::new(), pos: 0 }, &f.host, capture)
-        } else {
-            trace_json::decode_trace_json(bytes, &f.host, capture)
-        }
-    });
+            let open = || {
+                let (tx, rx) = std::sync::mpsc::sync_channel(4);
+                s.spawn(move || gunzip_into(map, tx));
+                ChannelReader { rx, buf: Vec::new(), pos: 0 }
+            };
+            trace_json::decode_trace_json(open, &f.host, capture)
+        })
+    } else {
+        // Read, not mapped: the text is copied out as it is parsed, and reading copies it
+        // once without making the file resident.
+        let open = || {
+            let mut file = &file;
+            let _ = std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0));
+            file
+        };
+        trace_json::decode_trace_json(open, &f.host, capture)
+    };
     decoded.map(|_| ()).map_err(|e| input_err(&f.path, e))
 }
