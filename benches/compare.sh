@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # profq against its peers on the same profile, in one command (speed is measured here,
 # never in tests). INPUT is an .xplane.pb, a session directory of several hosts' files, or a
-# trace JSON (.json / .json.gz: profq only, the peers read XPlane alone).
+# trace JSON (.json / .json.gz: the peers read XPlane alone; a .json.gz is timed against
+# `zcat` of the same file, the inflate alone, and throughput is of the uncompressed text).
 # For each of RUNS rounds, every tool gets a fresh scratch copy (XProf writes cache files
 # next to its input, which would otherwise help the next tool):
 #   ingest:     profq ingest            vs  xprof create_events_db
@@ -35,6 +36,8 @@ fi
 PEERS=1
 case "$INPUT" in *.json | *.json.gz) PEERS=0 ;; esac
 BYTES=$(cat "${FILES[@]}" | wc -c)
+TEXT_BYTES=$BYTES
+case "$INPUT" in *.json.gz) TEXT_BYTES=$(zcat "$INPUT" | wc -c) ;; esac
 
 fresh_logdir() { # a new logdir holding copies of the files; prints its path
   local d="$SCRATCH/logdir-$RANDOM$RANDOM"
@@ -68,6 +71,7 @@ for i in $(seq "$RUNS"); do
     measure queries "profq_run_$q" "$PROFQ" run "$q" --run bench --store "$SCRATCH/store-$i"
   done
   rm -rf "$SCRATCH/store-$i"
+  case "$INPUT" in *.json.gz) measure ingest "zcat" zcat "$INPUT" ;; esac
   if [ "$PEERS" = 1 ]; then d=$(fresh_logdir); measure ingest "xprof_create_events_db" "$XPROF" create_events_db --bypass_cache=True --session_id=session --logdir="$d"; fi
   d=$(fresh_logdir); measure summarize "profq_summarize" "$PROFQ" summarize "$d"
   if [ "$PEERS" = 1 ]; then
@@ -78,11 +82,11 @@ for i in $(seq "$RUNS"); do
 done
 
 python3 benches/record.py "$RESULTS" "$COMMIT" "$(basename "$INPUT")" "$BYTES" "${#FILES[@]}" < "$SCRATCH/results"
-python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RUNS" "${#FILES[@]}" "$RESULTS" <<'PY'
+python3 - "$SCRATCH/results" "$BYTES" "$INPUT" "$RUNS" "${#FILES[@]}" "$RESULTS" "$TEXT_BYTES" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 nbytes, path, runs, nfiles = int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
-results = sys.argv[6]
+results, text_bytes = sys.argv[6], int(sys.argv[7])
 print(f"input: {path.rsplit('/', 1)[-1]} ({nbytes/1e6:.1f} MB in {nfiles} file(s)); median of {runs} runs; {open('/proc/cpuinfo').read().count('processor')} cores")
 for group in ("ingest", "summarize", "queries"):
     labels = list(dict.fromkeys(r[1] for r in rows if r[0] == group))
@@ -102,6 +106,8 @@ for group in ("ingest", "summarize", "queries"):
         print(f"| {l} | {w:.3f} | {c:.3f} | {r/1024:.0f} | {ratio} |")
     if group == "ingest" and base:
         print(f"\nprofq ingest throughput: {nbytes/1e6/base[0]:.0f} MB/s (wall)")
+        if text_bytes != nbytes:
+            print(f"profq ingest throughput: {text_bytes/1e6/base[0]:.0f} MB/s of uncompressed text (wall)")
 # The regression guards (docs/benchmarking.md): summarize >= 1.3x xprof-rs get_overview,
 # ingest >= 10x XProf create_events_db, peak RSS below both peers.
 def m(label):

@@ -31,8 +31,8 @@ per_op AS (
   FROM ops WHERE run_id IN ({{before_run}}, {{after_run}})
   GROUP BY run_id, hlo_op
 ),
-b AS (SELECT p.hlo_op, p.canonical_name, p.scope_path, CAST(p.cnt AS DOUBLE) / nb.n AS cnt, CAST(p.self_ns AS DOUBLE) / nb.n AS self_ns FROM per_op p CROSS JOIN nb WHERE p.run_id = {{before_run}}),
-a AS (SELECT p.hlo_op, p.canonical_name, p.scope_path, CAST(p.cnt AS DOUBLE) / na.n AS cnt, CAST(p.self_ns AS DOUBLE) / na.n AS self_ns FROM per_op p CROSS JOIN na WHERE p.run_id = {{after_run}}),
+b AS (SELECT p.hlo_op, p.canonical_name, p.scope_path, CAST(p.cnt AS DOUBLE) / nb.n AS cnt, CAST(p.self_ns AS DOUBLE) / nb.n AS self_ns FROM nb CROSS JOIN per_op p WHERE p.run_id = {{before_run}}),
+a AS (SELECT p.hlo_op, p.canonical_name, p.scope_path, CAST(p.cnt AS DOUBLE) / na.n AS cnt, CAST(p.self_ns AS DOUBLE) / na.n AS self_ns FROM na CROSS JOIN per_op p WHERE p.run_id = {{after_run}}),
 by_name AS (
   SELECT b.hlo_op AS name_before, a.hlo_op AS name_after, b.canonical_name, b.scope_path, b.cnt AS count_before, a.cnt AS count_after,
          b.self_ns AS self_before_ns, a.self_ns AS self_after_ns

@@ -23,6 +23,6 @@ WITH w AS (
 span AS (SELECT min(start_ns) AS lo, max(start_ns) AS hi FROM w)
 SELECT CAST(floor(CAST(w.start_ns - span.lo AS DOUBLE) * 4096.0 / CAST(span.hi - span.lo + 1 AS DOUBLE)) AS BIGINT) AS bucket,
        min(w.start_ns) AS first_start_ns, count(*) AS events
-FROM w CROSS JOIN span
+FROM span CROSS JOIN w
 GROUP BY 1
 ORDER BY bucket

@@ -57,7 +57,7 @@ rates AS (
          CASE WHEN o.self_ps > 0 THEN o.flops / (o.self_ps / 1000000000000.0) END AS flop_rate,
          CASE WHEN o.self_ps > 0 THEN o.bytes_accessed / (o.self_ps / 1000000000000.0) END AS bandwidth,
          CASE WHEN o.bytes_accessed > 0 THEN o.flops / o.bytes_accessed END AS intensity
-  FROM per_op o CROSS JOIN peaks p
+  FROM peaks p CROSS JOIN per_op o
 ),
 roofs AS (
   SELECT *,

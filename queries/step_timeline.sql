@@ -24,7 +24,7 @@ SELECT CAST(o.host AS VARCHAR) AS host, CAST(o.device AS VARCHAR) AS device, CAS
        CAST(o.hlo_op AS VARCHAR) AS hlo_op, CAST(o.category AS VARCHAR) AS category,
        CAST(o.region_path AS VARCHAR) AS region_path,
        o.start_ns - s.start_ns AS offset_ns, o.dur_ns, o.self_ns
-FROM ops o CROSS JOIN s
+FROM s CROSS JOIN ops o
 WHERE o.run_id = {{run_id}} AND o.step = {{step}}
 ORDER BY o.start_ns, host, device, line, hlo_op
 LIMIT {{max_ops}}

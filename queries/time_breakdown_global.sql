@@ -23,7 +23,7 @@ WITH iv AS (
 -- (a join filter here cost more than the rest of the query).
 win AS (SELECT min(s) AS ws, max(e) AS we FROM iv WHERE NOT is_comm),
 clipped AS (
-  SELECT greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.is_comm, win.ws, win.we FROM iv CROSS JOIN win
+  SELECT greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.is_comm, win.ws, win.we FROM win CROSS JOIN iv
 ),
 -- Communication is the time any communication op covers, compute the time only compute
 -- covers: everything covered less the communication. `interval_union_ns(start, end)` is
