@@ -129,6 +129,8 @@ async fn trend_answer(question: &str, store: &Location, show_sql: bool) -> Resul
     if name == "trends" {
         answer["slowest_run"] = query::extreme_run(&rows, true);
         answer["fastest_run"] = query::extreme_run(&rows, false);
+        let steps = crate::render::rows(&engine.run_named("steady_steps", &BTreeMap::new()).await?);
+        answer["run_verdicts"] = query::run_verdicts(&rows, &steps);
     }
     answer["results"] = json!(rows);
     if show_sql {

@@ -261,6 +261,31 @@ pub fn extreme_run(rows: &[Map<String, Value>], slowest: bool) -> Value {
     Value::Object(keep.iter().filter_map(|k| Some((k.to_string(), row.get(*k)?.clone()))).collect())
 }
 
+/// Each run of `trends` rows (in their ingest order) judged against the run before it by
+/// compare's noise test on their steady steps (`steady_steps` rows): `{run_id, previous_run,
+/// verdict, median_delta_pct, mann_whitney_p}`, the first run having none. A run is
+/// `regressed` or `improved` only when the test finds the change significant.
+pub fn run_verdicts(trends: &[Map<String, Value>], steps: &[Map<String, Value>]) -> Value {
+    let text = |r: &Map<String, Value>, k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut by_run: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for s in steps {
+        if let Some(d) = s.get("dur_ns").and_then(Value::as_f64) {
+            by_run.entry(text(s, "run_id")).or_default().push(d);
+        }
+    }
+    let runs: Vec<String> = trends.iter().map(|r| text(r, "run_id")).collect();
+    let none = Vec::new();
+    let verdicts: Vec<Value> = runs
+        .windows(2)
+        .map(|pair| {
+            let (before, after) = (by_run.get(&pair[0]).unwrap_or(&none), by_run.get(&pair[1]).unwrap_or(&none));
+            let v = crate::compare::stats::step_verdict(before, after);
+            json!({"run_id": pair[1], "previous_run": pair[0], "verdict": v["verdict"], "median_delta_pct": v.get("median_delta_pct").cloned().unwrap_or(Value::Null), "mann_whitney_p": v.get("mann_whitney_p").cloned().unwrap_or(Value::Null)})
+        })
+        .collect();
+    json!(verdicts)
+}
+
 /// The first op-like token (`name.N`) of a question.
 fn op_token(question: &str) -> Option<String> {
     question
