@@ -265,16 +265,16 @@ impl<'de, 'a> Visitor<'de> for EventSeed<'a> {
         while let Some(key) = map.next_key::<EventKey>()? {
             match key {
                 EventKey::Ph => {
-                    let s = map.next_value_seed(StrSeed { scratch: &mut st.scratch })?;
+                    let s = map.next_value_seed(TextSeed { out: &mut st.scratch, nested: false })?;
                     ev.ph = if s { st.scratch.bytes().next().unwrap_or(0) } else { 0 };
                 }
                 EventKey::Name => {
-                    if map.next_value_seed(StrSeed { scratch: &mut st.scratch })? {
+                    if map.next_value_seed(TextSeed { out: &mut st.scratch, nested: false })? {
                         ev.name = st.pool.intern(&st.scratch);
                     }
                 }
                 EventKey::Cat => {
-                    if map.next_value_seed(StrSeed { scratch: &mut st.scratch })? {
+                    if map.next_value_seed(TextSeed { out: &mut st.scratch, nested: false })? {
                         ev.cat = st.pool.intern(&st.scratch);
                     }
                 }
@@ -299,61 +299,6 @@ impl<'de, 'a> Visitor<'de> for EventSeed<'a> {
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         self.piece.total += 1;
         Ok(())
-    }
-}
-
-/// Copies a JSON string into the scratch buffer; numbers and bools are rendered. Returns false for null.
-struct StrSeed<'a> {
-    scratch: &'a mut String,
-}
-
-impl<'de, 'a> DeserializeSeed<'de> for StrSeed<'a> {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de, 'a> Visitor<'de> for StrSeed<'a> {
-    type Value = bool;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
-        self.scratch.clear();
-        self.scratch.push_str(v);
-        Ok(true)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
-        self.scratch.clear();
-        self.scratch.push_str(itoa::Buffer::new().format(v));
-        Ok(true)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
-        self.scratch.clear();
-        self.scratch.push_str(itoa::Buffer::new().format(v));
-        Ok(true)
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
-        self.scratch.clear();
-        self.scratch.push_str(&v.to_string());
-        Ok(true)
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
-        self.scratch.clear();
-        self.scratch.push_str(if v { "true" } else { "false" });
-        Ok(true)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(false)
     }
 }
 
@@ -445,7 +390,7 @@ impl<'de, 'a> Visitor<'de> for ArgsSeed<'a> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let st = self.piece;
-        while map.next_key_seed(StrSeed { scratch: &mut st.scratch })?.is_some() {
+        while map.next_key_seed(TextSeed { out: &mut st.scratch, nested: false })?.is_some() {
             let key = st.pool.intern(&st.scratch);
             let slot = st.arg_used;
             if st.arg_values.len() <= slot {
@@ -453,9 +398,7 @@ impl<'de, 'a> Visitor<'de> for ArgsSeed<'a> {
                 st.arg_keys.push(0);
             }
             st.arg_keys[slot] = key;
-            let out = &mut st.arg_values[slot];
-            out.clear();
-            if map.next_value_seed(ArgValueSeed { out })? {
+            if map.next_value_seed(TextSeed { out: &mut st.arg_values[slot], nested: true })? {
                 st.arg_used += 1;
             }
         }
@@ -470,23 +413,26 @@ impl<'de, 'a> Visitor<'de> for ArgsSeed<'a> {
     }
 }
 
-/// Renders one arg value as text: strings as they are, numbers and bools as JSON writes them,
-/// objects and arrays as compact JSON. Returns false for null (the arg is not kept).
-struct ArgValueSeed<'a> {
+/// Renders a JSON value as text into `out` (cleared first): strings as they are, numbers and
+/// bools as JSON writes them, objects and arrays as compact JSON when `nested` (arg values),
+/// else skipped (names, categories). Returns false for null and for what it skipped.
+struct TextSeed<'a> {
     out: &'a mut String,
+    nested: bool,
 }
 
-impl<'de, 'a> DeserializeSeed<'de> for ArgValueSeed<'a> {
+impl<'de, 'a> DeserializeSeed<'de> for TextSeed<'a> {
     type Value = bool;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        self.out.clear();
         d.deserialize_any(self)
     }
 }
 
-impl<'de, 'a> Visitor<'de> for ArgValueSeed<'a> {
+impl<'de, 'a> Visitor<'de> for TextSeed<'a> {
     type Value = bool;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an arg value")
+        f.write_str("a JSON value")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
         self.out.push_str(v);
@@ -512,12 +458,20 @@ impl<'de, 'a> Visitor<'de> for ArgValueSeed<'a> {
     fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
         Ok(false)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        if !self.nested {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(false);
+        }
         let value = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
         self.out.push_str(&value.to_string());
         Ok(true)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        if !self.nested {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            return Ok(false);
+        }
         let value = serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
         self.out.push_str(&value.to_string());
         Ok(true)
