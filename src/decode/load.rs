@@ -200,8 +200,8 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
 
     let mut xplanes = maps.iter().zip(&layouts);
     let prepare_part = sink.prepare_part();
-    let file_bytes = |f: &SourceFile| std::fs::metadata(&f.path).map_or(0, |m| m.len());
-    let progress = std::cell::Cell::new(LoadProgress { files: files.len(), bytes: files.iter().map(file_bytes).sum(), ..LoadProgress::default() });
+    let file_bytes: Vec<u64> = files.iter().map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len())).collect();
+    let progress = std::cell::Cell::new(LoadProgress { files: files.len(), bytes: file_bytes.iter().sum(), ..LoadProgress::default() });
     let trace_sha256 = std::thread::scope(|scope| {
         // The files are hashed on another core while the parts decode; a sink that
         // identifies first learns the digest before it receives the first part.
@@ -266,7 +266,7 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
             Ok(())
         };
         let decoded = (|| -> Result<(), Stop> {
-            for f in files {
+            for (f, bytes) in files.iter().zip(&file_bytes) {
                 match f.kind {
                     SourceKind::XPlane => {
                         let (map, layout) = xplanes.next().expect("one layout per XPlane");
@@ -283,7 +283,7 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
                 }
                 let mut done = progress.get();
                 done.files_done += 1;
-                done.bytes_done += file_bytes(f);
+                done.bytes_done += bytes;
                 progress.set(done);
             }
             Ok(())

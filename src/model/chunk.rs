@@ -272,7 +272,7 @@ impl EventChunk {
         if self.local_strings.is_empty() {
             return;
         }
-        let remap: Vec<u32> = (0..self.local_strings.len() as u32).map(|i| pool.intern(self.local_strings.get(i).unwrap())).collect();
+        let remap = self.local_strings.ids_in(pool);
         self.map_string_ids(|id| if id & LOCAL_TAG != 0 { remap[(id & !LOCAL_TAG) as usize] } else { id });
         self.local_strings = StringPool::default();
     }

@@ -52,6 +52,11 @@ impl StringPool {
         let (bytes, ends) = (&self.bytes, &self.ends);
         self.table.find(text_hash(s), |&id| pooled(bytes, ends, id as usize) == s).copied()
     }
+    /// Every string of this pool interned into `pool`, in id order: `ids[i]` is string `i`'s
+    /// id there (how a pool built apart joins the run's).
+    pub fn ids_in(&self, pool: &mut StringPool) -> Vec<u32> {
+        (0..self.len()).map(|k| pool.intern(pooled(&self.bytes, &self.ends, k))).collect()
+    }
     pub fn len(&self) -> usize {
         self.ends.len()
     }

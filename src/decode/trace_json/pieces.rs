@@ -138,9 +138,8 @@ fn parse_piece(text: &[u8]) -> Option<Piece> {
 }
 
 /// Reads a trace JSON's top level and its events array in pieces of at least `piece_bytes`
-/// on every core. None when
-/// the text is not one the pieces can prove they read right (see the module doc): read it
-/// whole instead.
+/// on every core. None when the text is not one the pieces can prove they read right (see
+/// the module doc): read it whole instead.
 pub(super) fn read_in_pieces<R: Read>(reader: R, piece_bytes: usize) -> Option<(Top, Vec<Piece>)> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
     let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(workers);
@@ -179,7 +178,8 @@ pub(super) fn read_in_pieces<R: Read>(reader: R, piece_bytes: usize) -> Option<(
     Some((top?, parsed.into_iter().map(|(_, p)| p).collect()))
 }
 
-/// Cuts the text into pieces of at least `piece_bytes` handed to `send` (false: stop), and reads the top level.
+/// Cuts the text into pieces of at least `piece_bytes` handed to `send` (false: stop), and
+/// reads the top level.
 fn cut<R: Read>(mut text: Text<R>, piece_bytes: usize, send: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Top> {
     // The top-level text before the array's `[` (none for a bare array).
     let mut from = 0;
@@ -191,8 +191,8 @@ fn cut<R: Read>(mut text: Text<R>, piece_bytes: usize, send: &mut dyn FnMut(Vec<
             Start::More(_) | Start::No => return None,
         }
     };
-    // Each piece is its own buffer, `[` first (the array's own, then the byte before each
-    // cut event, a `,` or whitespace) and `]` put after its last event.
+    // Each piece is its own buffer: `[` first (the array's own for the first piece, one put
+    // before the cut event for the others) and `]` put after its last event.
     text.buf.drain(..open);
     let mut scan = piece_bytes;
     loop {
@@ -276,7 +276,7 @@ pub(super) fn join(pieces: Vec<Piece>, pool: &mut StringPool) -> Joined {
     let mut chunks = Vec::with_capacity(pieces.len());
     for piece in pieces {
         let Piece { pool: local, mut chunk, line_list, process_names, thread_names, open_b: left_open, lone_e, total, dropped_flows, bad_times, .. } = piece;
-        let remap: Vec<u32> = (0..local.len() as u32).map(|i| pool.intern(local.get(i).expect("a local id"))).collect();
+        let remap = local.ids_in(pool);
         let string = |id: u32| if id == NO_STR { NO_STR } else { remap[id as usize] };
         let id = |id: Id| match id {
             Id::Str(s) => Id::Str(string(s)),
