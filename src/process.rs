@@ -16,7 +16,9 @@
 //!   the kernel frees anyway with the address space. Every file profq writes is complete
 //!   and closed (a store's fsynced) before then.
 //! * **SIGPIPE** keeps its default action, so that a reader that stops early (`| head`)
-//!   ends profq as it ends `cat`, quietly (this one is behaviour, and always on).
+//!   ends profq as it ends `cat`, quietly (this one is behaviour, and always on). Threads
+//!   that talk to the network block it ([`block_sigpipe_in_this_thread`]): a peer gone
+//!   mid-write is an error there, not the end of the process.
 //!
 //! `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ALLOW_THP` in the environment, read by mimalloc
 //! itself, override the first two.
@@ -142,6 +144,22 @@ pub fn keep_default_sigpipe() {
     // SAFETY: restoring the default disposition of one signal before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Makes a write to a closed pipe or socket from the calling thread fail (EPIPE) instead of
+/// ending the process: for threads that talk to the network (object stores, a cluster's
+/// scheduler and executors), whose peers may go away mid-write. hyper writes with
+/// `writev`, which cannot ask the kernel to spare the signal. A blocked SIGPIPE stays
+/// pending on its thread, harmless; the main thread keeps the default action for stdout.
+pub fn block_sigpipe_in_this_thread() {
+    #[cfg(unix)]
+    // SAFETY: changes only the calling thread's signal mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
 

@@ -3,12 +3,14 @@
 
 use clap::{Parser, Subcommand};
 use profq::compare::{track::Thresholds, CompareOptions};
+use profq::engine::Placement;
 use profq::error::Error;
 use profq::export::TraceFormat;
 use profq::render::Format;
 use profq::source::Source;
 use profq::store::Location;
 use profq::summary::{BreakdownMode, SummaryOptions};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -56,6 +58,8 @@ pub enum Command {
         /// Store: a directory, s3://bucket/prefix or gs://bucket/prefix [default: $PROFQ_STORE, else ./profq-store].
         #[arg(long, value_parser = Location::parse)]
         store: Option<Location>,
+        #[command(flatten)]
+        engine: EngineArgs,
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
     },
@@ -230,6 +234,12 @@ pub enum Command {
         #[arg(long, default_value_t = 5)]
         warmup_steps: i64,
     },
+    /// Run a role of a Ballista cluster that runs profq's SQL over a store (`--engine
+    /// ballista`); needs a profq built with `--features ballista`.
+    Ballista {
+        #[command(subcommand)]
+        role: BallistaRole,
+    },
     /// Describe the tables (all, or one).
     Schema {
         table: Option<String>,
@@ -237,6 +247,92 @@ pub enum Command {
         #[arg(long)]
         markdown: bool,
     },
+}
+
+/// The roles of a Ballista cluster (docs/distributed.md). Their ports are unauthenticated:
+/// bind them to a private network.
+#[derive(Subcommand, Clone, Debug)]
+pub enum BallistaRole {
+    /// The scheduler: plans each statement into stages and hands their tasks to executors.
+    Scheduler {
+        /// Address to listen on, for clients and executors.
+        #[arg(long, default_value = "127.0.0.1:50050")]
+        bind: SocketAddr,
+        /// The name executors and clients reach it by [default: the bind address].
+        #[arg(long)]
+        external_host: Option<String>,
+        /// Seconds without a heartbeat after which an executor is dead and its tasks run
+        /// again on the others.
+        #[arg(long, default_value_t = 30)]
+        executor_timeout: u64,
+    },
+    /// An executor: runs tasks, and serves their shuffle output to the other executors.
+    Executor {
+        /// The scheduler, HOST:PORT.
+        #[arg(long)]
+        scheduler: String,
+        /// Address to serve shuffle output on (Arrow Flight).
+        #[arg(long, default_value = "127.0.0.1:50051")]
+        bind: SocketAddr,
+        /// Port the scheduler sends tasks to [default: the bind port + 1].
+        #[arg(long)]
+        grpc_port: Option<u16>,
+        /// The name the scheduler and other executors reach it by [default: the address
+        /// its connection to the scheduler comes from].
+        #[arg(long)]
+        external_host: Option<String>,
+        /// Shuffle and spill files [default: a directory under the system's temporary one].
+        #[arg(long)]
+        work_dir: Option<PathBuf>,
+        /// Tasks run at once [default: the cores].
+        #[arg(long, default_value_t = 0)]
+        concurrent_tasks: usize,
+        /// Seconds between heartbeats to the scheduler.
+        #[arg(long, default_value_t = 5)]
+        heartbeat: u64,
+    },
+}
+
+/// Where the SQL over a store runs.
+#[derive(clap::Args, Clone, Debug)]
+pub struct EngineArgs {
+    /// local: in this process; ballista: on the cluster of --scheduler (a store's runs
+    /// only, not an INPUT).
+    #[arg(long, value_enum, default_value = "local")]
+    pub engine: EngineKind,
+    /// The Ballista scheduler, df://HOST:PORT [default: $PROFQ_SCHEDULER].
+    #[arg(long, value_parser = parse_scheduler)]
+    pub scheduler: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    Local,
+    Ballista,
+}
+
+impl EngineArgs {
+    /// Where the store's SQL runs, as the flags (or `PROFQ_SCHEDULER`) say.
+    pub fn placement(&self) -> Result<Placement, Error> {
+        match self.engine {
+            EngineKind::Local => Ok(Placement::Here),
+            EngineKind::Ballista => {
+                let scheduler = match &self.scheduler {
+                    Some(s) => s.clone(),
+                    None => match std::env::var("PROFQ_SCHEDULER") {
+                        Ok(s) if !s.is_empty() => parse_scheduler(&s).map_err(|e| Error::usage(format!("PROFQ_SCHEDULER: {e}")))?,
+                        _ => return Err(Error::usage("--engine ballista needs --scheduler df://HOST:PORT (or PROFQ_SCHEDULER)")),
+                    },
+                };
+                Ok(Placement::Cluster { scheduler })
+            }
+        }
+    }
+}
+
+/// A scheduler address as given, once it reads as `df://HOST[:PORT]`.
+fn parse_scheduler(text: &str) -> Result<String, String> {
+    profq::engine::scheduler_address(text).map(|_| text.to_string())
 }
 
 /// The two sides of a comparison and how to compare them.
@@ -283,6 +379,8 @@ pub struct SourceArgs {
     /// Store: a directory, s3://bucket/prefix or gs://bucket/prefix [default: $PROFQ_STORE, else ./profq-store].
     #[arg(long, value_parser = Location::parse)]
     pub store: Option<Location>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 impl SourceArgs {

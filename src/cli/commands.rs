@@ -1,9 +1,9 @@
 //! One function per subcommand: take the parsed arguments, call the library, print what
 //! `render` made of the result. A failure is returned, never printed here (see `exit`).
 
-use super::args::{store_or_default, AnswerFormat, Command, CompareFormat, PairArgs, ReportFormat, SourceArgs, ThresholdArgs};
+use super::args::{store_or_default, AnswerFormat, BallistaRole, Command, CompareFormat, EngineArgs, PairArgs, ReportFormat, SourceArgs, ThresholdArgs};
 use profq::compare::{self, bundle, track};
-use profq::engine::{queries, Engine, Spread};
+use profq::engine::{queries, Engine, Placement, Spread};
 use profq::error::Error;
 use profq::export::{self, ExportOptions, Window};
 use profq::ingest::{self, IngestOptions};
@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 type Done = Result<(), Error>;
 
 pub fn run(command: Command) -> Done {
+    place_store_engines(&command)?;
     match command {
         Command::Ingest { inputs, run_target, entity, project, store, run_id, labels, force } => {
             let target = run_target.map(|t| (t, entity, project));
@@ -29,7 +30,7 @@ pub fn run(command: Command) -> Done {
             let opts = PublishOptions { summary, report, entity, project, artifact_name, aliases, dry_run };
             publish(&opts, output.as_deref())
         }
-        Command::Sql { query, store, format } => sql(&query, store, format),
+        Command::Sql { query, store, engine: _, format } => sql(&query, store, format),
         Command::Queries { name } => list_queries(name.as_deref()),
         Command::Run { name, source, params, format } => run_named(&name, &source, &params, format),
         Command::Summarize { source, output, warmup_steps, hot_op_limit, breakdown_mode } => {
@@ -51,6 +52,7 @@ pub fn run(command: Command) -> Done {
             bundle(&pair, &output_dir, history.as_deref(), label.as_deref(), output.as_deref(), &thresholds)
         }
         Command::Schema { table, markdown } => describe_schema(table.as_deref(), markdown),
+        Command::Ballista { role } => ballista(role),
         Command::ExportTrace { source, output, step, steps, representative: _, from_ns, to_ns, hosts, max_events, format, warmup_steps } => {
             let window = match (step, steps, from_ns.zip(to_ns)) {
                 (Some(n), _, _) => Window::Step(n),
@@ -60,6 +62,64 @@ pub fn run(command: Command) -> Done {
             };
             export_trace(&source, &output, &ExportOptions { window, hosts, max_events, format, warmup_steps })
         }
+    }
+}
+
+/// Runs the store engines of this command where `--engine` says. A cluster reads a store:
+/// an INPUT is decoded and analysed here, so it is refused rather than silently run here.
+fn place_store_engines(command: &Command) -> Done {
+    let (engine, input): (&EngineArgs, Option<&PathBuf>) = match command {
+        Command::Sql { engine, .. } => (engine, None),
+        Command::Run { source, .. }
+        | Command::Summarize { source, .. }
+        | Command::Query { source, .. }
+        | Command::Report { source, .. }
+        | Command::ExportTrace { source, .. } => (&source.engine, source.input.as_ref()),
+        _ => return Ok(()),
+    };
+    match engine.placement()? {
+        Placement::Here => Ok(()),
+        cluster => {
+            if let Some(input) = input {
+                return Err(Error::usage(format!("--engine ballista reads a store's runs: ingest {} and give --run ID", input.display())));
+            }
+            cluster.choose().map_err(Error::usage)
+        }
+    }
+}
+
+/// Runs a role of a Ballista cluster until the process is stopped.
+fn ballista(role: BallistaRole) -> Done {
+    #[cfg(feature = "ballista")]
+    {
+        use profq::engine::cluster::roles::{self, ExecutorOptions, SchedulerOptions};
+        // Ballista's own servers give their threads 32 MiB of stack: plans are walked
+        // recursively. A server's every thread talks to the network (see `runtime`).
+        profq::process::block_sigpipe_in_this_thread();
+        roles::log_to_stderr();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_stack_size(32 << 20)
+            .on_thread_start(profq::process::block_sigpipe_in_this_thread)
+            .build()
+            .expect("tokio runtime");
+        let served = match role {
+            BallistaRole::Scheduler { bind, external_host, executor_timeout } => {
+                runtime.block_on(roles::run_scheduler(SchedulerOptions { bind, external_host, executor_timeout_s: executor_timeout }))
+            }
+            BallistaRole::Executor { scheduler, bind, grpc_port, external_host, work_dir, concurrent_tasks, heartbeat } => {
+                let scheduler = profq::engine::scheduler_address(&format!("df://{}", scheduler.trim_start_matches("df://"))).map_err(Error::usage)?;
+                let grpc_port = grpc_port.unwrap_or(bind.port().wrapping_add(1));
+                let opts = ExecutorOptions { scheduler, bind, grpc_port, external_host, work_dir, concurrent_tasks, heartbeat_s: heartbeat };
+                runtime.block_on(roles::run_executor(opts))
+            }
+        };
+        served.map_err(Error::store)
+    }
+    #[cfg(not(feature = "ballista"))]
+    {
+        let _ = role;
+        Err(Error::usage(profq::engine::WITHOUT_BALLISTA))
     }
 }
 
@@ -284,6 +344,8 @@ fn key_values(pairs: &[String], flag: &str) -> Result<Vec<(String, String)>, Err
         .collect()
 }
 
+/// The runtime of a command's library calls. Its threads may talk to the network (object
+/// stores, a cluster), so a peer gone mid-write fails the write instead of ending profq.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread().enable_all().on_thread_start(profq::process::block_sigpipe_in_this_thread).build().expect("tokio runtime")
 }

@@ -19,7 +19,9 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{DataFusionError, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{create_udf, Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, EmitTo, GroupsAccumulator, Signature, Volatility};
+use datafusion::logical_expr::{
+    create_udf, Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, EmitTo, GroupsAccumulator, ScalarUDF, Signature, Volatility,
+};
 use datafusion::prelude::SessionContext;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -27,26 +29,33 @@ use std::sync::Arc;
 
 /// Registers profq's functions on a session.
 pub fn register(ctx: &SessionContext) {
-    ctx.register_udf(create_udf("shape_signature", vec![DataType::Utf8], DataType::Utf8, Volatility::Immutable, Arc::new(shape_signature_udf)));
-    ctx.register_udf(create_udf("flop_proxy", vec![DataType::Utf8, DataType::Utf8], DataType::Float64, Volatility::Immutable, Arc::new(flop_proxy_udf)));
+    for f in scalar_functions() {
+        ctx.register_udf(f);
+    }
+    for f in aggregate_functions() {
+        ctx.register_udaf(f);
+    }
+}
+
+/// profq's scalar functions, for sessions built from parts (a cluster's roles).
+pub fn scalar_functions() -> Vec<ScalarUDF> {
     let text_rule = |name: &str, out: DataType, rule: fn(&StringArray) -> ArrayRef| {
         create_udf(name, vec![DataType::Utf8], out, Volatility::Immutable, Arc::new(move |args: &[ColumnarValue]| text_rule_udf(args, rule)))
     };
-    ctx.register_udf(text_rule("canonical_name", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.map(canonical_name)).collect::<StringArray>())));
-    ctx.register_udf(text_rule("collective_kind", DataType::Utf8, |names| {
-        Arc::new(names.iter().map(|n| n.and_then(collective_kind_of_name)).collect::<StringArray>())
-    }));
-    ctx.register_udf(text_rule("is_stall_name", DataType::Boolean, |names| Arc::new(names.iter().map(|n| n.map(is_stall_name)).collect::<BooleanArray>())));
-    ctx.register_udf(create_udf("is_compile_event", vec![DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_compile_event_udf)));
-    ctx.register_udf(create_udf(
-        "is_transfer_event",
-        vec![DataType::Utf8, DataType::Utf8],
-        DataType::Boolean,
-        Volatility::Immutable,
-        Arc::new(is_transfer_event_udf),
-    ));
-    ctx.register_udaf(AggregateUDF::from(TopValueFunction::default()));
-    ctx.register_udaf(AggregateUDF::from(IntervalUnionFunction::default()));
+    vec![
+        create_udf("shape_signature", vec![DataType::Utf8], DataType::Utf8, Volatility::Immutable, Arc::new(shape_signature_udf)),
+        create_udf("flop_proxy", vec![DataType::Utf8, DataType::Utf8], DataType::Float64, Volatility::Immutable, Arc::new(flop_proxy_udf)),
+        text_rule("canonical_name", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.map(canonical_name)).collect::<StringArray>())),
+        text_rule("collective_kind", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.and_then(collective_kind_of_name)).collect::<StringArray>())),
+        text_rule("is_stall_name", DataType::Boolean, |names| Arc::new(names.iter().map(|n| n.map(is_stall_name)).collect::<BooleanArray>())),
+        create_udf("is_compile_event", vec![DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_compile_event_udf)),
+        create_udf("is_transfer_event", vec![DataType::Utf8, DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_transfer_event_udf)),
+    ]
+}
+
+/// profq's aggregate functions, for sessions built from parts (a cluster's roles).
+pub fn aggregate_functions() -> Vec<AggregateUDF> {
+    vec![AggregateUDF::from(TopValueFunction::default()), AggregateUDF::from(IntervalUnionFunction::default())]
 }
 
 /// A rule of one text argument, applied to every row (null for a null text, as a pattern

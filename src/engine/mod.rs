@@ -3,8 +3,12 @@
 //! Every table of the contract is registered over all runs of the store (hive partition
 //! `run_id`). SQL is planned with DDL, DML and other statements disabled, so a query can
 //! neither create, change nor copy data, and no table function reading other files exists.
+//! A store's SQL runs in this process, or on a Ballista cluster ([`Placement`], feature
+//! `ballista`); runs held in memory always run here.
 
 pub mod ahead;
+#[cfg(feature = "ballista")]
+pub mod cluster;
 pub mod functions;
 pub mod queries;
 pub mod reads;
@@ -83,16 +87,71 @@ fn session_config(partitions: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(partitions).set_usize("datafusion.optimizer.max_passes", 1)
 }
 
+/// Where the SQL over a store runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// In this process.
+    #[default]
+    Here,
+    /// On the Ballista cluster whose scheduler is at `df://HOST:PORT` (feature `ballista`).
+    Cluster { scheduler: String },
+}
+
+/// The port of a scheduler address without one (Ballista's).
+pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
+
+/// `HOST:PORT` of a scheduler address `df://HOST[:PORT]`.
+pub fn scheduler_address(scheduler: &str) -> Result<String, String> {
+    let rest = scheduler.strip_prefix("df://").map(|r| r.trim_end_matches('/')).filter(|r| !r.is_empty() && !r.contains('/'));
+    let rest = rest.ok_or_else(|| format!("{scheduler:?}: expected df://HOST:PORT"))?;
+    Ok(match rest.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => rest.to_string(),
+        _ => format!("{rest}:{DEFAULT_SCHEDULER_PORT}"),
+    })
+}
+
+/// Why a cluster placement fails in a build without the `ballista` feature.
+pub const WITHOUT_BALLISTA: &str = "this profq was built without Ballista: build it with `cargo build --release --features ballista`";
+
+/// The placement of this process's store engines, chosen once by the command line.
+static PLACEMENT: std::sync::OnceLock<Placement> = std::sync::OnceLock::new();
+
+impl Placement {
+    /// Makes `self` where every store engine of this process runs ([`Engine::open_with`]);
+    /// a cluster needs a profq built with the `ballista` feature.
+    pub fn choose(self) -> Result<(), String> {
+        if matches!(self, Placement::Cluster { .. }) && !cfg!(feature = "ballista") {
+            return Err(WITHOUT_BALLISTA.into());
+        }
+        PLACEMENT.set(self).map_err(|_| "the engine's placement is chosen once per process".to_string())
+    }
+
+    /// The placement chosen, else [`Placement::Here`].
+    pub fn chosen() -> &'static Placement {
+        PLACEMENT.get_or_init(Placement::default)
+    }
+}
+
 /// The runtime of every session profq builds: DataFusion's defaults, with profq's one
 /// object-store registry, so that `s3://` and `gs://` tables resolve to the stores
 /// [`crate::remote`] builds.
 fn runtime_env() -> Arc<RuntimeEnv> {
+    runtime_env_spilling_to(None)
+}
+
+/// [`runtime_env`], with files that spill out of memory written under `dir` (a cluster
+/// executor's work directory) instead of the system's temporary directory.
+fn runtime_env_spilling_to(dir: Option<&std::path::Path>) -> Arc<RuntimeEnv> {
     // No cache of listings: on its first use it lists a whole table to serve every later
     // prefix, so a query of one run would list the partitions of every run. Without it a
     // query lists only the partitions its `run_id = …` filter names, which keeps the cost of
     // a one-run query flat as a store grows.
     let caches = datafusion::execution::cache::cache_manager::CacheManagerConfig::default().with_list_files_cache_limit(0);
-    RuntimeEnvBuilder::new().with_object_store_registry(crate::remote::registry()).with_cache_manager(caches).build_arc().expect("a runtime of defaults builds")
+    let mut runtime = RuntimeEnvBuilder::new().with_object_store_registry(crate::remote::registry()).with_cache_manager(caches);
+    if let Some(dir) = dir {
+        runtime = runtime.with_temp_file_path(dir);
+    }
+    runtime.build_arc().expect("a runtime of defaults builds")
 }
 
 /// When a session's tables get their rows: at once, or after its statements are planned
@@ -231,29 +290,33 @@ impl Engine {
         Engine::open_with(store, Spread::Wide).await
     }
 
-    /// An engine over every run of a store, a directory or a bucket: each table a listing
-    /// table over its files (hive partition `run_id`), or empty when it has none.
+    /// An engine over every run of a store, a directory or a bucket, where this process's
+    /// store engines run ([`Placement::chosen`]).
     pub async fn open_with(store: &Location, spread: Spread) -> Result<Engine, QueryError> {
+        Engine::open_on(store, Placement::chosen(), spread).await
+    }
+
+    /// An engine over every run of a store, placed as `placement` says: each table a listing
+    /// table over its files (hive partition `run_id`), or empty when it has none. `spread`
+    /// is for this process's cores: a cluster's queries are always spread wide, over its
+    /// executors.
+    pub async fn open_on(store: &Location, placement: &Placement, spread: Spread) -> Result<Engine, QueryError> {
+        let spread = if *placement == Placement::Here { spread } else { Spread::Wide };
         // Statistics would be read from every file's footer while planning (and again while
         // executing): over many runs' small files that doubles the reads of a scan.
         let config = session_config(spread.partitions()).with_information_schema(true).with_collect_statistics(false);
-        let ctx = SessionContext::new_with_config_rt(config, runtime_env());
-        functions::register(&ctx);
-        let urls = store.table_urls().await.map_err(QueryError)?;
-        for t in schema::TABLES {
-            if let Some(url) = urls.get(t.name) {
-                let url = ListingTableUrl::parse(url).map_err(|e| QueryError(e.to_string()))?;
-                let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-                    .with_file_extension(".parquet")
-                    .with_table_partition_cols(vec![("run_id".to_string(), DataType::Utf8)]);
-                let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(schema::arrow_schema(t));
-                let table = ListingTable::try_new(config).map_err(|e| QueryError(e.to_string()))?;
-                ctx.register_table(t.name, Arc::new(table)).map_err(|e| QueryError(e.to_string()))?;
-            } else {
-                // An empty table, of a kind a plan can carry to another process (a MemTable cannot).
-                ctx.register_table(t.name, Arc::new(EmptyTable::new(table_schema(t)))).map_err(|e| QueryError(e.to_string()))?;
+        let ctx = match placement {
+            Placement::Here => {
+                let ctx = SessionContext::new_with_config_rt(config, runtime_env());
+                functions::register(&ctx);
+                ctx
             }
-        }
+            #[cfg(feature = "ballista")]
+            Placement::Cluster { scheduler } => cluster::client(scheduler, config).await?,
+            #[cfg(not(feature = "ballista"))]
+            Placement::Cluster { .. } => return Err(QueryError(WITHOUT_BALLISTA.into())),
+        };
+        register_store_tables(&ctx, store).await?;
         Ok(Engine::over_every_column(ctx))
     }
 
@@ -370,6 +433,28 @@ impl Engine {
         }
         Ok(ahead::Planned { plan, task })
     }
+}
+
+/// Registers every table of the contract over a store's files: a listing table (hive
+/// partition `run_id`) where the table has files, else an empty table. Both kinds travel in
+/// a plan to a cluster's scheduler (a MemTable would not).
+async fn register_store_tables(ctx: &SessionContext, store: &Location) -> Result<(), QueryError> {
+    let urls = store.table_urls().await.map_err(QueryError)?;
+    for t in schema::TABLES {
+        let table: Arc<dyn datafusion::catalog::TableProvider> = match urls.get(t.name) {
+            Some(url) => {
+                let url = ListingTableUrl::parse(url).map_err(|e| QueryError(e.to_string()))?;
+                let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+                    .with_file_extension(".parquet")
+                    .with_table_partition_cols(vec![("run_id".to_string(), DataType::Utf8)]);
+                let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(schema::arrow_schema(t));
+                Arc::new(ListingTable::try_new(config).map_err(|e| QueryError(e.to_string()))?)
+            }
+            None => Arc::new(EmptyTable::new(table_schema(t))),
+        };
+        ctx.register_table(t.name, table).map_err(|e| QueryError(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Table `t`'s batches of `runs`, each with its run's id, dealt to `partitions` partitions at

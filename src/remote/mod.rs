@@ -95,7 +95,15 @@ impl std::fmt::Display for ObjectUrl {
 /// The runtime every object store's requests run on: two threads, for the life of the process.
 pub fn io_runtime() -> &'static tokio::runtime::Runtime {
     static IO: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    IO.get_or_init(|| tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("profq-io").enable_all().build().expect("io runtime"))
+    IO.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("profq-io")
+            .enable_all()
+            .on_thread_start(crate::process::block_sigpipe_in_this_thread)
+            .build()
+            .expect("io runtime")
+    })
 }
 
 /// Runs `work` to completion from synchronous code, on this thread, inside the IO runtime's

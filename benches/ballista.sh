@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# profq's SQL on a Ballista cluster against the local engine, on the same store, in the same
+# run (speed is measured here, never in tests). Builds a store of SIZE runs (default 1000)
+# from the committed captures (ingested once, replicated under new run ids), on local disk
+# and in moto's S3 (when its venv is there), starts `profq ballista scheduler` and two
+# executors on 127.0.0.1, and times, locally and on the cluster:
+#   `run trends` (every run) and an ad-hoc GROUP BY name over all `events`.
+# After each cluster statement it reads the executors' work dirs: tasks per stage (shuffle
+# partitions written) and shuffle bytes, so the scaling to many hosts can be estimated.
+# Prints medians, cluster/local ratios and the stages; appends every measurement to
+# benches/results/<date>-<commit>.csv.
+#
+#   benches/ballista.sh [RUNS]
+#
+# PROFQ: a profq built with --features ballista [default: builds target/release/profq].
+# PYTHON: a Python with moto[server] and boto3 (the venv .ci/run makes) [default: .venv's].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS="${1:-3}"
+SIZE="${SIZE:-1000}"
+PYTHON="${PYTHON:-$PWD/.venv/bin/python}"
+if [ -z "${PROFQ:-}" ]; then
+  cargo build --release --quiet --features ballista
+  PROFQ="${CARGO_TARGET_DIR:-$PWD/target}/release/profq"
+fi
+SCRATCH="$(mktemp -d)"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$SCRATCH"; }
+trap cleanup EXIT
+
+. benches/measure.sh
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 600); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing listens on $1" >&2; exit 1; }
+
+BASE="$SCRATCH/base"
+n=0
+for c in $(ls -d tests/data/jax_cpu/*/plugins/.. tests/data/jax_gpu/*/plugins/..); do
+  n=$((n + 1)); "$PROFQ" ingest "$c" --store "$BASE" --run-id "base-$n" > /dev/null 2>&1
+done
+STORE="$SCRATCH/store"
+for table in "$BASE"/*/; do
+  t=$(basename "$table"); mkdir -p "$STORE/$t"
+  for k in $(seq 0 $((SIZE - 1))); do cp -r "$table/run_id=base-$((k % n + 1))" "$STORE/$t/run_id=run-$k"; done
+done
+EVENTS_SQL="SELECT name, count(*) AS n, sum(dur_ns) AS d FROM events GROUP BY name ORDER BY d DESC, name LIMIT 20"
+
+# Stores: the local directory, and the same files in moto's S3.
+STORES=("local $STORE")
+if "$PYTHON" -c 'import moto, boto3' 2>/dev/null; then
+  S3_PORT=$(free_port)
+  "$(dirname "$PYTHON")/moto_server" -H 127.0.0.1 -p "$S3_PORT" > /dev/null 2>&1 & PIDS+=($!)
+  wait_port "$S3_PORT"
+  export AWS_ENDPOINT="http://127.0.0.1:$S3_PORT" AWS_ALLOW_HTTP=true AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1
+  "$PYTHON" tests/servers/objects.py s3 "$AWS_ENDPOINT" mkbucket bench
+  "$PYTHON" tests/servers/objects.py s3 "$AWS_ENDPOINT" upload bench store "$STORE"
+  STORES+=("s3 s3://bench/store")
+else
+  echo "no moto in $PYTHON: the S3 store is left out" >&2
+fi
+
+# The cluster: one scheduler, two executors of one task slot per core.
+SCHED=$(free_port)
+"$PROFQ" ballista scheduler --bind "127.0.0.1:$SCHED" > "$SCRATCH/scheduler.log" 2>&1 & PIDS+=($!)
+wait_port "$SCHED"
+for e in 1 2; do
+  FLIGHT=$(free_port); GRPC=$(free_port); mkdir -p "$SCRATCH/work-$e"
+  "$PROFQ" ballista executor --scheduler "127.0.0.1:$SCHED" --bind "127.0.0.1:$FLIGHT" --grpc-port "$GRPC" \
+    --work-dir "$SCRATCH/work-$e" --concurrent-tasks "$(nproc)" > "$SCRATCH/executor-$e.log" 2>&1 & PIDS+=($!)
+  wait_port "$FLIGHT"
+done
+sleep 2
+CLUSTER=(--engine ballista --scheduler "df://127.0.0.1:$SCHED")
+
+# Tasks and shuffle bytes per stage of the last job: <work>/<job>/<stage>/<partition>/… files.
+stages() {
+  python3 - "$SCRATCH" "$1" <<'PY' >> "$SCRATCH/stages"
+import os, sys, collections
+scratch, label = sys.argv[1:3]
+jobs = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+newest = {}
+for e in ('work-1', 'work-2'):
+    root = os.path.join(scratch, e)
+    for job in os.listdir(root):
+        if job.startswith('datafusion-'):
+            continue  # spill files, not shuffle output
+        jdir = os.path.join(root, job)
+        newest[job] = max(newest.get(job, 0), os.path.getmtime(jdir))
+        for stage in os.listdir(jdir):
+            for dirpath, _, files in os.walk(os.path.join(jdir, stage)):
+                for f in files:
+                    jobs[job][stage][0] += 1
+                    jobs[job][stage][1] += os.path.getsize(os.path.join(dirpath, f))
+job = max(newest, key=newest.get) if newest else None
+for stage, (files, size) in sorted((jobs[job] if job else {}).items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
+    print(f'{label} stage {stage}: {files} shuffle files, {size / 1e6:.1f} MB')
+for e in ('work-1', 'work-2'):
+    root = os.path.join(scratch, e)
+    for job in [j for j in os.listdir(root) if not j.startswith('datafusion-')]:
+        os.system(f'rm -rf "{os.path.join(root, job)}"')
+PY
+}
+
+for entry in "${STORES[@]}"; do
+  read -r where url <<< "$entry"
+  MEASURE_INPUT="$where store of $SIZE runs, $(basename "$(dirname "$PROFQ")") build"
+  for i in $(seq "$RUNS"); do
+    ROUND=$i
+    measure local "${where}_trends_local" "$PROFQ" run trends --store "$url"
+    measure cluster "${where}_trends_cluster" "$PROFQ" run trends --store "$url" "${CLUSTER[@]}"
+    [ "$i" = 1 ] && stages "${where}_trends"
+    measure local "${where}_events_by_name_local" "$PROFQ" sql "$EVENTS_SQL" --store "$url"
+    measure cluster "${where}_events_by_name_cluster" "$PROFQ" sql "$EVENTS_SQL" --store "$url" "${CLUSTER[@]}"
+    [ "$i" = 1 ] && stages "${where}_events_by_name"
+  done
+done
+
+COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src queries Cargo.lock || echo +dirty)"
+RESULTS="${RESULTS:-benches/results/$(date -u +%F)-$COMMIT.csv}"
+python3 benches/record.py "$RESULTS" "$COMMIT" "ballista" 0 0 < "$SCRATCH/results"
+python3 - "$SCRATCH/results" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+def med(label):
+    return st.median(float(r[2]) for r in rows if r[1] == label)
+labels = list(dict.fromkeys(r[1] for r in rows))
+for label in labels:
+    print(f'{label:36s} {med(label):7.3f} s')
+for label in labels:
+    if label.endswith('_cluster'):
+        base = label[:-len('_cluster')]
+        print(f'{base}: cluster / local = {med(label) / med(base + "_local"):.2f}x')
+PY
+cat "$SCRATCH/stages"
+echo "appended to $RESULTS"
