@@ -10,8 +10,11 @@ pub mod ahead;
 #[cfg(feature = "ballista")]
 pub mod cluster;
 pub mod functions;
+pub mod placement;
 pub mod queries;
 pub mod reads;
+
+pub use placement::{scheduler_address, Placement, WITHOUT_BALLISTA};
 
 use crate::store::Location;
 use crate::tables::{schema, ColumnsRead, RunTables};
@@ -85,51 +88,6 @@ impl Spread {
 /// making the queries cheaper to run.
 fn session_config(partitions: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(partitions).set_usize("datafusion.optimizer.max_passes", 1)
-}
-
-/// Where the SQL over a store runs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Placement {
-    /// In this process.
-    #[default]
-    Here,
-    /// On the Ballista cluster whose scheduler is at `df://HOST:PORT` (feature `ballista`).
-    Cluster { scheduler: String },
-}
-
-/// The port of a scheduler address without one (Ballista's).
-pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
-
-/// `HOST:PORT` of a scheduler address `df://HOST[:PORT]`.
-pub fn scheduler_address(scheduler: &str) -> Result<String, String> {
-    let rest = scheduler.strip_prefix("df://").map(|r| r.trim_end_matches('/')).filter(|r| !r.is_empty() && !r.contains('/'));
-    let rest = rest.ok_or_else(|| format!("{scheduler:?}: expected df://HOST:PORT"))?;
-    Ok(match rest.rsplit_once(':') {
-        Some((_, port)) if port.parse::<u16>().is_ok() => rest.to_string(),
-        _ => format!("{rest}:{DEFAULT_SCHEDULER_PORT}"),
-    })
-}
-
-/// Why a cluster placement fails in a build without the `ballista` feature.
-pub const WITHOUT_BALLISTA: &str = "this profq was built without Ballista: build it with `cargo build --release --features ballista`";
-
-/// The placement of this process's store engines, chosen once by the command line.
-static PLACEMENT: std::sync::OnceLock<Placement> = std::sync::OnceLock::new();
-
-impl Placement {
-    /// Makes `self` where every store engine of this process runs ([`Engine::open_with`]);
-    /// a cluster needs a profq built with the `ballista` feature.
-    pub fn choose(self) -> Result<(), String> {
-        if matches!(self, Placement::Cluster { .. }) && !cfg!(feature = "ballista") {
-            return Err(WITHOUT_BALLISTA.into());
-        }
-        PLACEMENT.set(self).map_err(|_| "the engine's placement is chosen once per process".to_string())
-    }
-
-    /// The placement chosen, else [`Placement::Here`].
-    pub fn chosen() -> &'static Placement {
-        PLACEMENT.get_or_init(Placement::default)
-    }
 }
 
 /// The runtime of every session profq builds: DataFusion's defaults, with profq's one
