@@ -5,8 +5,8 @@
 # and in moto's S3 (when its venv is there), starts `profq ballista scheduler` and two
 # executors on 127.0.0.1, and times, locally and on the cluster:
 #   `run trends` (every run) and an ad-hoc GROUP BY name over all `events`.
-# After each cluster statement it reads the executors' work dirs: tasks per stage (shuffle
-# partitions written) and shuffle bytes, so the scaling to many hosts can be estimated.
+# After each cluster statement it reads the executors' task statistics: tasks and shuffle
+# bytes per stage, so the scaling to many hosts can be estimated.
 # Prints medians, cluster/local ratios and the stages; appends every measurement to
 # benches/results/<date>-<commit>.csv.
 #
@@ -65,39 +65,35 @@ SCHED=$(free_port)
 wait_port "$SCHED"
 for e in 1 2; do
   FLIGHT=$(free_port); GRPC=$(free_port); mkdir -p "$SCRATCH/work-$e"
-  "$PROFQ" ballista executor --scheduler "127.0.0.1:$SCHED" --bind "127.0.0.1:$FLIGHT" --grpc-port "$GRPC" \
+  RUST_LOG="warn,ballista_executor::executor_server=debug" "$PROFQ" ballista executor --scheduler "127.0.0.1:$SCHED" --bind "127.0.0.1:$FLIGHT" --grpc-port "$GRPC" \
     --work-dir "$SCRATCH/work-$e" --concurrent-tasks "$(nproc)" > "$SCRATCH/executor-$e.log" 2>&1 & PIDS+=($!)
   wait_port "$FLIGHT"
 done
 sleep 2
 CLUSTER=(--engine ballista --scheduler "df://127.0.0.1:$SCHED")
 
-# Tasks and shuffle bytes per stage of the last job: <work>/<job>/<stage>/<partition>/… files.
+# Tasks and shuffle bytes per stage of the last job, from the executors' task statistics
+# (their debug lines "Task [TID <job>/<stage>.<attempt>/…], execution statistics: …").
 stages() {
   python3 - "$SCRATCH" "$1" <<'PY' >> "$SCRATCH/stages"
-import os, sys, collections
+import collections, os, re, sys
 scratch, label = sys.argv[1:3]
-jobs = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
-newest = {}
-for e in ('work-1', 'work-2'):
-    root = os.path.join(scratch, e)
-    for job in os.listdir(root):
-        if job.startswith('datafusion-'):
-            continue  # spill files, not shuffle output
-        jdir = os.path.join(root, job)
-        newest[job] = max(newest.get(job, 0), os.path.getmtime(jdir))
-        for stage in os.listdir(jdir):
-            for dirpath, _, files in os.walk(os.path.join(jdir, stage)):
-                for f in files:
-                    jobs[job][stage][0] += 1
-                    jobs[job][stage][1] += os.path.getsize(os.path.join(dirpath, f))
-job = max(newest, key=newest.get) if newest else None
-for stage, (files, size) in sorted((jobs[job] if job else {}).items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
-    print(f'{label} stage {stage}: {files} shuffle files, {size / 1e6:.1f} MB')
-for e in ('work-1', 'work-2'):
-    root = os.path.join(scratch, e)
-    for job in [j for j in os.listdir(root) if not j.startswith('datafusion-')]:
-        os.system(f'rm -rf "{os.path.join(root, job)}"')
+tasks = []
+for e in ('1', '2'):
+    path = os.path.join(scratch, f'executor-{e}.log')
+    for line in open(path, errors='replace'):
+        m = re.search(r'Task \[TID (\w+)/(\d+)\.\d+/[^\]]*\], execution statistics: Ok\((.*)\)$', line)
+        if m:
+            tasks.append((m.group(1), int(m.group(2)), sum(int(b) for b in re.findall(r'num_bytes: (\d+)', m.group(3)))))
+    open(path, 'w').close()
+if tasks:
+    job = tasks[-1][0]
+    per = collections.defaultdict(lambda: [0, 0])
+    for j, stage, nbytes in tasks:
+        if j == job:
+            per[stage][0] += 1
+            per[stage][1] += nbytes
+    print(f'{label}: ' + '; '.join(f'stage {s}: {n} tasks, {b / 1e6:.2f} MB shuffled' for s, (n, b) in sorted(per.items())))
 PY
 }
 

@@ -43,20 +43,34 @@ pub struct ExecutorOptions {
 }
 
 /// Sends Ballista's log lines to stderr: warnings and errors (a task that failed, an
-/// executor lost), or down to the level `RUST_LOG` names (`info`, `debug`, …).
+/// executor lost), or what `RUST_LOG` asks for: `LEVEL` or `TARGET=LEVEL` items, comma
+/// separated, the longest matching target deciding (`warn,ballista_executor=debug`).
 pub fn log_to_stderr() {
-    let level = std::env::var("RUST_LOG").ok().and_then(|l| l.parse::<log::LevelFilter>().ok()).unwrap_or(log::LevelFilter::Warn);
-    if log::set_logger(&StderrLog).is_ok() {
-        log::set_max_level(level);
+    let mut filter = StderrLog { default: log::LevelFilter::Warn, targets: Vec::new() };
+    for item in std::env::var("RUST_LOG").unwrap_or_default().split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.split_once('=') {
+            Some((target, level)) => filter.targets.extend(level.parse().ok().map(|l| (target.to_string(), l))),
+            None => filter.default = item.parse().unwrap_or(filter.default),
+        }
+    }
+    filter.targets.sort_by_key(|(t, _)| std::cmp::Reverse(t.len()));
+    let most = filter.targets.iter().map(|(_, l)| *l).chain([filter.default]).max().unwrap_or(log::LevelFilter::Warn);
+    if log::set_logger(Box::leak(Box::new(filter))).is_ok() {
+        log::set_max_level(most);
     }
 }
 
 /// One line per record: level, where it comes from, message.
-struct StderrLog;
+struct StderrLog {
+    default: log::LevelFilter,
+    /// Targets (module path prefixes) with a level of their own, longest first.
+    targets: Vec<(String, log::LevelFilter)>,
+}
 
 impl log::Log for StderrLog {
     fn enabled(&self, meta: &log::Metadata) -> bool {
-        meta.level() <= log::max_level()
+        let level = self.targets.iter().find(|(t, _)| meta.target().starts_with(t.as_str())).map_or(self.default, |(_, l)| *l);
+        meta.level() <= level
     }
     fn log(&self, record: &log::Record) {
         if self.enabled(record.metadata()) {
