@@ -29,20 +29,15 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 
 . benches/measure.sh
+. benches/stores.sh
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 600); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing listens on $1" >&2; exit 1; }
 
 BASE="$SCRATCH/base"
-n=0
-for c in $(ls -d tests/data/jax_cpu/*/plugins/.. tests/data/jax_gpu/*/plugins/..); do
-  n=$((n + 1)); "$PROFQ" ingest "$c" --store "$BASE" --run-id "base-$n" > /dev/null 2>&1
-done
+ingest_committed "$BASE"
 STORE="$SCRATCH/store"
-for table in "$BASE"/*/; do
-  t=$(basename "$table"); mkdir -p "$STORE/$t"
-  for k in $(seq 0 $((SIZE - 1))); do cp -r "$table/run_id=base-$((k % n + 1))" "$STORE/$t/run_id=run-$k"; done
-done
+replicate "$BASE" "$STORE" "$SIZE"
 EVENTS_SQL="SELECT name, count(*) AS n, sum(dur_ns) AS d FROM events GROUP BY name ORDER BY d DESC, name LIMIT 20"
 
 # Stores: the local directory, and the same files in moto's S3.

@@ -25,26 +25,15 @@ SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
 
 . benches/measure.sh
+. benches/stores.sh
 
 BASE="$SCRATCH/base"
-CAPTURES=$(ls -d tests/data/jax_cpu/*/plugins/.. tests/data/jax_gpu/*/plugins/..)
-n=0
-for c in $CAPTURES; do
-  n=$((n + 1)); "$PROFQ" ingest "$c" --store "$BASE" --run-id "base-$n" > /dev/null 2>&1
-done
-BASE_RUNS=$n
+ingest_committed "$BASE"
 
 for SIZE in $SIZES; do
   STORE="$SCRATCH/store-$SIZE"
   MEASURE_INPUT="store of $SIZE runs"
-  mkdir -p "$STORE"
-  # Run k is a copy of base run (k mod BASE_RUNS) + 1.
-  for table in "$BASE"/*/; do
-    t=$(basename "$table"); mkdir -p "$STORE/$t"
-    for k in $(seq 0 $((SIZE - 1))); do
-      cp -r "$table/run_id=base-$((k % BASE_RUNS + 1))" "$STORE/$t/run_id=run-$k"
-    done
-  done
+  replicate "$BASE" "$STORE" "$SIZE"
   OP=$("$PROFQ" run trends --store "$STORE" --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["top_op"])')
   for i in $(seq "$RUNS"); do
     ROUND=$i

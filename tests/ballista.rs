@@ -7,7 +7,7 @@
 #![cfg(feature = "ballista")]
 
 mod common;
-use common::servers::{free_port, Emulator, S3};
+use common::servers::{free_port, Emulator, Server, S3};
 use common::*;
 use profq::engine::queries::{ParamKind, QUERIES};
 use profq::engine::{Engine, Placement, Spread};
@@ -15,7 +15,7 @@ use profq::store::Location;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs of the test store: JAX CPU and GPU captures and a PyTorch Kineto trace.
@@ -172,58 +172,18 @@ async fn the_cluster_answers_every_query_as_the_local_engine() {
     assert_same_answers(&statements, &local, &distributed, "an in-process cluster");
 }
 
-/// A `profq ballista` role process, killed when dropped.
-struct Role {
-    child: Child,
-    name: String,
-}
-
-impl Drop for Role {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Role {
-    fn start(name: &str, args: &[&str], env: &[(String, String)], port: u16) -> Role {
-        let log = std::fs::File::create(std::env::temp_dir().join(format!("profq-ballista-{}-{name}.log", std::process::id()))).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_profq"))
-            .arg("ballista")
-            .args(args)
-            .envs(env.iter().cloned())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut role = Role { child, name: name.to_string() };
-        role.wait_listening(port);
-        role
-    }
-
-    fn wait_listening(&mut self, port: u16) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("{} exited at start: {status}", self.name);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("{} did not listen on 127.0.0.1:{port}", self.name);
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
+/// A `profq ballista` role process listening on `port`, its output in a log file under the
+/// temp dir; killed when dropped.
+fn start_role(name: &str, args: &[&str], env: &[(String, String)], port: u16) -> Server {
+    let log = std::fs::File::create(std::env::temp_dir().join(format!("profq-ballista-{}-{name}.log", std::process::id()))).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_profq"));
+    cmd.arg("ballista").args(args).envs(env.iter().cloned()).stdin(Stdio::null()).stdout(log.try_clone().unwrap()).stderr(log);
+    Server::listening(cmd, name, port)
 }
 
 /// A `profq ballista executor` and its work directory (its shuffle files).
 struct Executor {
-    role: Role,
+    role: Server,
     work: PathBuf,
 }
 
@@ -244,10 +204,10 @@ fn shuffle_files(work: &std::path::Path) -> usize {
 
 /// A scheduler and two executors on 127.0.0.1, on free ports, with `env` (the store's
 /// credentials); executors are declared dead after `timeout_s` without a heartbeat.
-fn start_cluster(env: &[(String, String)], timeout_s: u64) -> (String, Role, Vec<Executor>) {
+fn start_cluster(env: &[(String, String)], timeout_s: u64) -> (String, Server, Vec<Executor>) {
     let port = free_port();
     let timeout = timeout_s.to_string();
-    let scheduler = Role::start("scheduler", &["scheduler", "--bind", &format!("127.0.0.1:{port}"), "--executor-timeout", &timeout], env, port);
+    let scheduler = start_role("scheduler", &["scheduler", "--bind", &format!("127.0.0.1:{port}"), "--executor-timeout", &timeout], env, port);
     let executors = (0..2)
         .map(|i| {
             let (flight, grpc) = (free_port(), free_port());
@@ -267,7 +227,7 @@ fn start_cluster(env: &[(String, String)], timeout_s: u64) -> (String, Role, Vec
                 "--heartbeat",
                 "1",
             ];
-            Executor { role: Role::start(&format!("executor-{i}"), &args, env, flight), work }
+            Executor { role: start_role(&format!("executor-{i}"), &args, env, flight), work }
         })
         .collect();
     // Executors register with their first heartbeat.

@@ -48,15 +48,22 @@ fn wait_listening(port: u16, child: &mut Child, what: &str) {
     panic!("{what} did not listen on 127.0.0.1:{port}");
 }
 
+impl Server {
+    /// Spawns `cmd` and waits until it listens on 127.0.0.1:`port`.
+    pub fn listening(mut cmd: Command, what: &str, port: u16) -> Server {
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
+        wait_listening(port, &mut child, what);
+        Server { child, port }
+    }
+}
+
 fn start(program: &Path, args: &[String], env: &[(&str, &str)], what: &str, port: u16) -> Server {
     let mut cmd = Command::new(program);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
-    wait_listening(port, &mut child, what);
-    Server { child, port }
+    Server::listening(cmd, what, port)
 }
 
 /// The venv's Python, and so its bin directory.
