@@ -9,6 +9,7 @@
 pub mod ahead;
 #[cfg(feature = "ballista")]
 pub mod cluster;
+pub mod dictionary_groups;
 pub mod functions;
 pub mod placement;
 pub mod queries;
@@ -126,6 +127,13 @@ fn in_memory_session(spread: Spread, rows: Rows) -> SessionContext {
     if spread == Spread::Narrow {
         state = state.with_optimizer_rules(narrow_logical_rules()).with_physical_optimizer_rules(narrow_physical_rules(rows));
     }
+    local_session(state)
+}
+
+/// A session that runs in this process, with profq's SQL functions and its operator for
+/// grouping by a name column ([`dictionary_groups`]) after the other physical rules.
+fn local_session(state: SessionStateBuilder) -> SessionContext {
+    let state = state.with_physical_optimizer_rule(Arc::new(dictionary_groups::DictionaryGroups));
     let ctx = SessionContext::new_with_state(state.build());
     functions::register(&ctx);
     ctx
@@ -264,11 +272,7 @@ impl Engine {
         // executing): over many runs' small files that doubles the reads of a scan.
         let config = session_config(spread.partitions()).with_information_schema(true).with_collect_statistics(false);
         let ctx = match placement {
-            Placement::Here => {
-                let ctx = SessionContext::new_with_config_rt(config, runtime_env());
-                functions::register(&ctx);
-                ctx
-            }
+            Placement::Here => local_session(SessionStateBuilder::new().with_config(config).with_runtime_env(runtime_env()).with_default_features()),
             #[cfg(feature = "ballista")]
             Placement::Cluster { scheduler } => cluster::client(scheduler, config).await?,
             #[cfg(not(feature = "ballista"))]

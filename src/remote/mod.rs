@@ -8,6 +8,7 @@
 //! [`registry`], by every DataFusion session profq builds. Its network IO runs on one runtime
 //! of its own ([`io_runtime`]), so any caller's runtime, or none, can use it.
 
+pub mod local_reads;
 pub mod mirror;
 pub mod publish;
 pub mod wandb;
@@ -217,6 +218,10 @@ impl ObjectStoreRegistry for Registry {
         if SCHEMES.contains(&url.scheme()) {
             let bucket = url.host_str().unwrap_or_default();
             return store_for(url.scheme(), bucket).map_err(|e| datafusion::error::DataFusionError::External(e.into()));
+        }
+        if url.scheme() == "file" {
+            static LOCAL: OnceLock<Arc<dyn ObjectStore>> = OnceLock::new();
+            return Ok(LOCAL.get_or_init(|| Arc::new(local_reads::LocalReads::new())).clone());
         }
         self.local.get_store(url)
     }
