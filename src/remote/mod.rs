@@ -5,8 +5,9 @@
 //! the environment (`AWS_*`, `GOOGLE_SERVICE_ACCOUNT`, `GOOGLE_APPLICATION_CREDENTIALS`, …) and
 //! never appear in SQL, logs or errors. Each bucket's store is built once per process and
 //! shared: by the input mirror ([`mirror`]), by the store writer (`store::remote`) and, through
-//! [`registry`], by every DataFusion session profq builds. Its network IO runs on one runtime
-//! of its own ([`io_runtime`]), so any caller's runtime, or none, can use it.
+//! [`registry`], by every DataFusion session profq builds (which also reads local files, through
+//! [`local_reads`]). Its network IO runs on one runtime of its own ([`io_runtime`]), so any
+//! caller's runtime, or none, can use it.
 
 pub mod local_reads;
 pub mod mirror;
@@ -193,8 +194,8 @@ pub(crate) fn one_line(text: &str) -> String {
     }
 }
 
-/// The object-store registry of every DataFusion session profq builds: local files as
-/// DataFusion has them, buckets through [`store_for`].
+/// The object-store registry of every DataFusion session profq builds: local files through
+/// [`local_reads`] (one store for every `file://` URL), buckets through [`store_for`].
 pub fn registry() -> Arc<dyn ObjectStoreRegistry> {
     static REGISTRY: OnceLock<Arc<dyn ObjectStoreRegistry>> = OnceLock::new();
     REGISTRY.get_or_init(|| Arc::new(Registry::default())).clone()
@@ -221,7 +222,7 @@ impl ObjectStoreRegistry for Registry {
         }
         if url.scheme() == "file" {
             static LOCAL: OnceLock<Arc<dyn ObjectStore>> = OnceLock::new();
-            return Ok(LOCAL.get_or_init(|| Arc::new(local_reads::LocalReads::new())).clone());
+            return Ok(LOCAL.get_or_init(|| Arc::new(local_reads::LocalReads::default())).clone());
         }
         self.local.get_store(url)
     }
