@@ -62,13 +62,11 @@ impl ObjectStore for LocalReads {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        let plain = options.if_match.is_none()
-            && options.if_none_match.is_none()
-            && options.if_modified_since.is_none()
-            && options.if_unmodified_since.is_none()
-            && options.version.is_none()
-            && !options.head;
-        let Some(range) = options.range.clone().filter(|_| plain) else {
+        // Every option named, so that one object_store adds fails to compile here rather than
+        // being ignored; conditions, versions and heads are LocalFileSystem's to answer.
+        let GetOptions { if_match, if_none_match, if_modified_since, if_unmodified_since, range, version, head, extensions: _ } = &options;
+        let plain = if_match.is_none() && if_none_match.is_none() && if_modified_since.is_none() && if_unmodified_since.is_none() && version.is_none() && !head;
+        let Some(range) = range.clone().filter(|_| plain) else {
             return self.inner.get_opts(location, options).await;
         };
         let (file, path) = self.file(location)?;
