@@ -14,13 +14,18 @@
 # runs past TIMEOUT_S (default 900) is reported as a timeout; a peer that fails (XProf's
 # create_events_db refuses multi-host sessions) is reported as failed.
 #
-#   benches/compare.sh INPUT [RUNS]
+#   benches/compare.sh INPUT [RUNS] [BASELINE]
+#
+# BASELINE: another profq binary (the previous release build) to pair against: its ingest
+# and summarize run right after profq's in every round, and the guard "no slower than the
+# baseline" (median wall within 3 %) is printed with the others.
 #
 # XPROF / XPROF_RS: the peers' CLIs (pip install xprof==2.24.2 xprof-rs), default on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 INPUT="$(realpath "$1")"
 RUNS="${2:-3}"
+BASELINE="${3:+$(realpath "$3")}"
 XPROF="${XPROF:-xprof}"
 XPROF_RS="${XPROF_RS:-xprof-rs}"
 TIMEOUT_S="${TIMEOUT_S:-900}"
@@ -67,6 +72,7 @@ mkdir -p "$(dirname "$RESULTS")"
 for i in $(seq "$RUNS"); do
   ROUND=$i
   d=$(fresh_logdir); measure ingest "profq_ingest" "$PROFQ" ingest "$d" --store "$SCRATCH/store-$i" --run-id bench
+  if [ -n "$BASELINE" ]; then d=$(fresh_logdir); measure ingest "baseline_ingest" "$BASELINE" ingest "$d" --store "$SCRATCH/base-$i" --run-id bench; rm -rf "$SCRATCH/base-$i"; fi
   for q in hot_ops time_breakdown_global pre_op_gaps; do
     measure queries "profq_run_$q" "$PROFQ" run "$q" --run bench --store "$SCRATCH/store-$i"
   done
@@ -74,6 +80,7 @@ for i in $(seq "$RUNS"); do
   case "$INPUT" in *.json.gz) measure ingest "zcat" zcat "$INPUT" ;; esac
   if [ "$PEERS" = 1 ]; then d=$(fresh_logdir); measure ingest "xprof_create_events_db" "$XPROF" create_events_db --bypass_cache=True --session_id=session --logdir="$d"; fi
   d=$(fresh_logdir); measure summarize "profq_summarize" "$PROFQ" summarize "$d"
+  if [ -n "$BASELINE" ]; then d=$(fresh_logdir); measure summarize "baseline_summarize" "$BASELINE" summarize "$d"; fi
   if [ "$PEERS" = 1 ]; then
     d=$(fresh_logdir); measure summarize "xprof_get_overview" "$XPROF" get_overview --bypass_cache=True --session_id=session --logdir="$d"
     d=$(fresh_logdir); measure summarize "xprof-rs_get_overview" "$XPROF_RS" get_overview --session_id=session --logdir="$d"
@@ -109,7 +116,8 @@ for group in ("ingest", "summarize", "queries"):
         if text_bytes != nbytes:
             print(f"profq ingest throughput: {text_bytes/1e6/base[0]:.0f} MB/s of uncompressed text (wall)")
 # The regression guards (docs/benchmarking.md): summarize >= 1.3x xprof-rs get_overview,
-# ingest >= 10x XProf create_events_db, peak RSS below both peers.
+# ingest >= 10x XProf create_events_db, peak RSS below both peers; with a baseline binary,
+# no slower than it (median wall within 3 %).
 def m(label):
     ok = [r for r in rows if r[1] == label and r[2] not in ("timeout", "failed")]
     return (st.median(float(r[2]) for r in ok), st.median(float(r[4]) for r in ok)) if ok else None
@@ -121,5 +129,9 @@ for group, ours, peer, speedup in guards:
     if a and b:
         held = b[0] / a[0] >= speedup and a[1] < b[1]
         print(f"guard {group}: {b[0]/a[0]:.2f}x {peer} (needs >= {speedup}x), RSS {a[1]/1024:.0f} vs {b[1]/1024:.0f} MB: {'held' if held else 'BROKEN'}")
+for group in ("ingest", "summarize"):
+    a, b = m(f"profq_{group}"), m(f"baseline_{group}")
+    if a and b:
+        print(f"guard {group} vs baseline: {b[0]/a[0]:.3f}x (needs >= 0.97x), RSS {a[1]/1024:.0f} vs {b[1]/1024:.0f} MB: {'held' if b[0] / a[0] >= 0.97 else 'BROKEN'}")
 print(f"raw figures appended to {results}")
 PY

@@ -25,6 +25,9 @@
 --   dur_ns            duration
 --   correlation_id    launch/kernel correlation id (the flows from host to device)
 --   is_op             whether the event is a device op (`ops`)
+--   op_start_ns       op: start
+--   op_dur_ns         op: duration (the device-measured one where the profile has it, as
+--                     `ops.dur_ns`; the collectives' exposed time is over these spans)
 --   op_device         op: device (on CPU captures the ops' host plane has no device of its own)
 --   hlo_op            op: HLO op
 --   hlo_module        op: HLO module
@@ -44,7 +47,7 @@
 --   exposed_ns        collective: time not covered
 SELECT e.event_id, e.host, e.plane, e.device, e.line, e.line_id, e.name, e.display_name,
        e.start_ns, e.dur_ns, e.correlation_id,
-       o.event_id IS NOT NULL AS is_op, o.device AS op_device, o.hlo_op, o.hlo_module, o.program_id,
+       o.event_id IS NOT NULL AS is_op, o.start_ns AS op_start_ns, o.dur_ns AS op_dur_ns, o.device AS op_device, o.hlo_op, o.hlo_module, o.program_id,
        o.tf_op AS scope, o.category, o.pass, o.region_path, o.step, o.flops, o.bytes_accessed, o.self_ns,
        c.kind AS collective_kind, c.bytes, c.is_async, c.overlapped_ns, c.exposed_ns
 FROM events e

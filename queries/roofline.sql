@@ -48,7 +48,7 @@ per_op AS (
          sum(coalesce(flops, 0)) AS flops, sum(coalesce(bytes_accessed, 0)) AS bytes_accessed,
          count(DISTINCT device) AS devices
   FROM ops
-  WHERE run_id = {{run_id}} AND (flops IS NOT NULL OR bytes_accessed IS NOT NULL) AND CAST(line AS VARCHAR) NOT LIKE 'Async%'
+  WHERE run_id = {{run_id}} AND (flops IS NOT NULL OR bytes_accessed IS NOT NULL) AND NOT is_async_line(line)
   GROUP BY program_id, hlo_module, hlo_op
 ),
 rates AS (

@@ -29,7 +29,7 @@ from_ops AS (
   SELECT CAST(o.host AS VARCHAR) AS host, CAST(o.device AS VARCHAR) AS device, o.step, o.last_end_ns - s.start_ns AS active_ns, o.busy_ns
   FROM (
     SELECT host, device, step, max(last_end_ns) AS last_end_ns, sum(self_ns) AS busy_ns
-    FROM line_steps WHERE run_id = {{run_id}} AND step >= {{warmup_steps}} AND line NOT LIKE 'Async%'
+    FROM line_steps WHERE run_id = {{run_id}} AND step >= {{warmup_steps}} AND NOT is_async_line(line)
     GROUP BY host, device, step
   ) o
   JOIN host_steps s ON s.host = o.host AND s.step = o.step

@@ -16,7 +16,7 @@ WITH iv AS (
   SELECT start_ns AS s, start_ns + dur_ns AS e, category = 'communication' AS is_comm
   FROM ops
   WHERE run_id = {{run_id}} AND category IN ('compute', 'communication')
-    AND line NOT LIKE 'Async%' AND dur_ns > 0
+    AND NOT is_async_line(line) AND dur_ns > 0
 ),
 -- The window: from the first compute op's start to the last one's end. Every interval is
 -- clipped to it; one that lies outside becomes empty, which `interval_union_ns` leaves out

@@ -27,7 +27,7 @@ WITH s AS (
 o AS (
   SELECT step, count(*) AS op_count, count(*) FILTER (WHERE dur_ns < {{tiny_us}} * 1000) AS tiny_ops,
          sum(dur_ns) FILTER (WHERE dur_ns < {{tiny_us}} * 1000) AS tiny_ns
-  FROM ops WHERE run_id = {{run_id}} AND step IS NOT NULL AND line NOT LIKE 'Async%'
+  FROM ops WHERE run_id = {{run_id}} AND step IS NOT NULL AND NOT is_async_line(line)
   GROUP BY step
 )
 SELECT s.step, s.dur_ns, coalesce(o.op_count, 0) AS op_count, coalesce(o.tiny_ops, 0) AS tiny_ops,

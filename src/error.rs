@@ -77,7 +77,7 @@ impl From<SourceError> for Error {
         let kind = match &e {
             SourceError::Ingest(IngestError::Input(_)) => Kind::Input,
             SourceError::Ingest(IngestError::Usage(_) | IngestError::Store(_)) | SourceError::Query(_) => Kind::Store,
-            SourceError::NoRun(_) => Kind::Usage,
+            SourceError::NoRun(_) | SourceError::Usage(_) => Kind::Usage,
         };
         Error::new(kind, e)
     }

@@ -1,4 +1,5 @@
-//! Half-open time intervals `[start, end)`: their union, and how much of a span it covers.
+//! Half-open time intervals `[start, end)`: their union, and how much of a span it covers
+//! (or leaves uncovered).
 //! One implementation for the derivation (overlap of collectives with compute, busy time)
 //! and for the SQL aggregate `interval_union_ns` ([`crate::engine::functions`]). Empty and
 //! reversed intervals (`end <= start`) cover nothing and are dropped.
@@ -44,6 +45,24 @@ pub fn covered(merged: &[(i64, i64)], s: i64, e: i64) -> i64 {
     total.max(0)
 }
 
+/// The parts of [s, e) that merged intervals do not cover.
+pub fn uncovered(merged: &[(i64, i64)], s: i64, e: i64) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut at = s;
+    let mut i = merged.partition_point(|iv| iv.1 <= s);
+    while i < merged.len() && merged[i].0 < e {
+        if merged[i].0 > at {
+            out.push((at, merged[i].0));
+        }
+        at = at.max(merged[i].1);
+        i += 1;
+    }
+    if at < e {
+        out.push((at, e));
+    }
+    out
+}
+
 /// The union of two merged interval lists.
 pub fn merge_unions(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     if a.is_empty() {
@@ -57,6 +76,13 @@ pub fn merge_unions(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uncovered_parts() {
+        assert_eq!(uncovered(&[(2, 4), (6, 8)], 0, 10), [(0, 2), (4, 6), (8, 10)]);
+        assert_eq!(uncovered(&[(0, 10)], 2, 5), []);
+        assert_eq!(uncovered(&[], 2, 5), [(2, 5)]);
+    }
 
     #[test]
     fn union_merges_overlapping_and_touching_intervals_and_drops_empty_ones() {

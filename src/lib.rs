@@ -12,6 +12,7 @@
 //! * [`export`]: a window of a run as a Perfetto (or Chrome JSON) trace with profq's tracks;
 //! * [`ingest`]: the orchestration of decode → tables → store for one input;
 //! * [`remote`]: object stores for `s3://` and `gs://` inputs and stores, and the input mirror;
+//! * [`wandb`]: W&B runs as inputs, and summaries published to W&B;
 //! * [`source`]: a run to analyse, from a store or decoded in memory;
 //! * [`intervals`]: interval unions, shared by the derivation and the SQL aggregate;
 //! * [`process`]: how the process treats memory and its exit (the binary's tuning);
@@ -42,11 +43,15 @@ pub mod render;
 #[cfg(feature = "engine")]
 pub mod source;
 #[cfg(feature = "engine")]
+pub mod stats;
+#[cfg(feature = "engine")]
 pub mod store;
 #[cfg(feature = "engine")]
 pub mod summary;
 pub mod tables;
 pub mod timing;
+#[cfg(feature = "engine")]
+pub mod wandb;
 pub mod work_queue;
 
 /// A fixed pseudo-random sequence for tests (xorshift64 from `seed`, which must not be 0):

@@ -34,8 +34,9 @@ pub enum Workload {
     /// An ingest: it holds one part at a time and reuses the previous part's pages, which
     /// the allocator's default delay keeps.
     Ingest,
-    /// An analysis of an XPlane INPUT decoded in memory, of this many bytes.
-    AnalysisOfXPlane(u64),
+    /// An analysis of an XPlane INPUT decoded in memory, in this many parts (the decode's
+    /// part size divides its bytes).
+    AnalysisOfXPlane { parts: u64 },
     /// Anything else: a stored run, trace JSON, or no profile at all.
     Other,
 }
@@ -94,8 +95,8 @@ fn set_purge_policy(workload: Workload) {
     match workload {
         Workload::Ingest => {}
         Workload::Other => purge_freed_memory_after(5),
-        Workload::AnalysisOfXPlane(bytes) if bytes > 2 * crate::decode::part_bytes() as u64 => purge_freed_memory_after(2000),
-        Workload::AnalysisOfXPlane(_) => {
+        Workload::AnalysisOfXPlane { parts } if parts > 2 => purge_freed_memory_after(2000),
+        Workload::AnalysisOfXPlane { .. } => {
             // Long enough never to expire during such an analysis: the purge comes from the stage.
             purge_freed_memory_after(60_000);
             let _ = GIVE_BACK.set(purge_freed_memory_now);
@@ -196,4 +197,20 @@ mod tests {
         assert!(!is_reporting_balloon("0x0005", "0110"), "too few bits");
         assert!(!is_reporting_balloon("", ""));
     }
+}
+
+/// A name for what this process writes now, unique to it and the moment: its pid, then the
+/// wall clock in ns. What a killed writer left is told by the pid ([`writer_pid`]).
+pub fn writer_name() -> String {
+    format!("{}-{}", std::process::id(), crate::timing::now_ns())
+}
+
+/// The pid that leads a name made by [`writer_name`] (more may follow it).
+pub fn writer_pid(name: &str) -> Option<u32> {
+    name.split('-').next()?.parse().ok()
+}
+
+/// Whether process `pid` of this host has ended (this one never has).
+pub fn process_gone(pid: u32) -> bool {
+    pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
 }

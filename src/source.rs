@@ -31,6 +31,8 @@ pub enum SourceError {
     Query(QueryError),
     /// The run id is not in the store (exit 2).
     NoRun(String),
+    /// The arguments name no run, or two (exit 2).
+    Usage(&'static str),
 }
 
 impl std::fmt::Display for SourceError {
@@ -39,6 +41,7 @@ impl std::fmt::Display for SourceError {
             SourceError::Ingest(e) => write!(f, "{e}"),
             SourceError::Query(e) => write!(f, "{e}"),
             SourceError::NoRun(e) => f.write_str(e),
+            SourceError::Usage(e) => f.write_str(e),
         }
     }
 }
@@ -143,11 +146,11 @@ pub async fn open_whole(source: &Source, spread: Spread) -> Result<Opened, Sourc
 
 /// The source named by an optional INPUT and an optional `--run` id; naming neither or both
 /// is a usage error.
-pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Location) -> Result<Source, crate::error::Error> {
+pub fn from_args(input: Option<&Path>, run: Option<&str>, store: &Location) -> Result<Source, SourceError> {
     match (input, run) {
-        (Some(_), Some(_)) => Err(crate::error::Error::usage("give either an INPUT or --run, not both")),
+        (Some(_), Some(_)) => Err(SourceError::Usage("give either an INPUT or --run, not both")),
         (Some(p), None) => Ok(Source::Input(p.to_path_buf())),
         (None, Some(id)) => Ok(Source::Run { store: store.clone(), run_id: id.to_string() }),
-        (None, None) => Err(crate::error::Error::usage("give an INPUT (profile dir or file) or --run ID")),
+        (None, None) => Err(SourceError::Usage("give an INPUT (profile dir or file) or --run ID")),
     }
 }

@@ -3,7 +3,7 @@
 //! time is its own rather than shared with the others running beside it, and splits each
 //! SQL statement's time into planning (SQL to plan; optimize and physical plan) and execution;
 //! with `PROFQ_EXPLAIN` set too, it prints each executed plan with its operators' metrics.
-//! Also the wall clock's reading, for what records when it happened ([`now_ns`]).
+//! Also the wall clock's reading, for what records when it happened ([`now_ns`], [`now_utc`]).
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -13,6 +13,30 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 /// The wall clock: ns since the Unix epoch (0 for a clock set before it).
 pub fn now_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+/// ISO-8601 UTC with microseconds and a `Z` suffix.
+pub fn iso_utc(epoch_ns: i64) -> String {
+    let secs = epoch_ns.div_euclid(1_000_000_000);
+    let micros = epoch_ns.rem_euclid(1_000_000_000) / 1000;
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", sod / 3600, sod % 3600 / 60, sod % 60)
+}
+
+/// ISO-8601 UTC of now, as a record's timestamp.
+pub fn now_utc() -> String {
+    iso_utc(now_ns())
 }
 
 /// Marks the start of the process: each stage line then also says when it ended since
@@ -65,4 +89,14 @@ pub fn stage_done(stage: &str, since: &mut Instant) {
         );
     }
     *since = Instant::now();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso_utc;
+
+    #[test]
+    fn iso_times() {
+        assert_eq!(iso_utc(1_786_190_400_123_456_000), "2026-08-08T12:00:00.123456Z");
+    }
 }

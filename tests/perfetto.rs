@@ -168,3 +168,32 @@ print(len(trace.packet), messages, unknown, flows)
     assert_eq!(nums[2], 0, "no unknown fields in {} messages", nums[1]);
     assert_eq!(nums[3], c.flows, "flow ids as Perfetto reads them (fixed64)");
 }
+
+/// The exposed-communication track and `collectives.exposed_ns` follow one rule
+/// (`tables::derive::exposed_parts`): over a whole run their times are equal, on a capture
+/// whose async spans (TPU `Async XLA Ops`) run compute beside its collectives, which must
+/// hide nothing, and on one whose collectives overlap compute.
+#[test]
+fn the_exposed_track_is_the_collectives_tables_exposed_time() {
+    let dir = temp_dir("exposed");
+    let mut cases = vec![("dp", jax_cpu("multi_device_dp"))];
+    cases.extend(shared("public/openxla-xprof/tpu_v6e_jax_inference").map(|p| ("tpu", p)));
+    for (name, input) in cases {
+        let store = dir.join(format!("store-{name}"));
+        ingest(&store, &input, name);
+        let table = sql(&store, &format!("SELECT CAST(sum(exposed_ns) AS BIGINT) AS exposed, count(*) AS n FROM collectives WHERE run_id = '{name}'"));
+        let (exposed, n) = (as_i64(&table[0]["exposed"]), as_i64(&table[0]["n"]));
+        assert!(n > 0, "{name}: collectives");
+        let out = dir.join(format!("{name}.pftrace"));
+        let whole = ["--run", name, "--store", store.to_str().unwrap(), "--from-ns", "0", "--to-ns", "9000000000000000000", "--max-events", "100000000"];
+        let o = profq(&[&["export-trace", "--output", out.to_str().unwrap()][..], &whole[..]].concat());
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let track = checked(&out).time_by_track.get("profq · exposed communication").copied().unwrap_or(0);
+        assert_eq!(track as i64, exposed, "{name}: the track's exposed time and the table's");
+    }
+    let tpu_async = shared("public/openxla-xprof/tpu_v6e_jax_inference").map(|_| {
+        let store = dir.join("store-tpu");
+        as_i64(&sql(&store, "SELECT count(*) AS n FROM ops WHERE is_async_line(line) AND category = 'compute'")[0]["n"])
+    });
+    assert!(tpu_async.is_none_or(|n| n > 0), "the TPU capture has compute in async spans");
+}

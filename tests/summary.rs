@@ -707,8 +707,8 @@ async fn an_analysis_builds_the_columns_it_reads_and_refuses_others() {
     // Declared: planned without a second scan of what it reads.
     let answer = engine.sql(declared).await.unwrap();
     let expected = Engine::from_tables(&whole, "input", Spread::Narrow).unwrap().sql(declared).await.unwrap();
-    assert_eq!(profq::render::rows(&answer), profq::render::rows(&expected));
-    assert_eq!(profq::render::rows(&answer).len(), 8);
+    assert_eq!(profq::engine::rows::rows(&answer), profq::engine::rows::rows(&expected));
+    assert_eq!(profq::engine::rows::rows(&answer).len(), 8);
     for undeclared in ["SELECT sum(flops) FROM ops", "SELECT * FROM ops", "SELECT max(gap_ns) FROM gaps"] {
         let err = engine.sql(undeclared).await.unwrap_err();
         assert!(err.0.contains("built its tables without"), "{undeclared}: {err}");

@@ -389,7 +389,7 @@ impl SourceArgs {
     }
     /// The run to analyse: the INPUT, or `--run` in the store.
     pub fn source(&self) -> Result<Source, Error> {
-        profq::source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store()?)
+        Ok(profq::source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store()?)?)
     }
 }
 

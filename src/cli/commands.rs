@@ -2,18 +2,19 @@
 //! `render` made of the result. A failure is returned, never printed here (see `exit`).
 
 use super::args::{store_or_default, AnswerFormat, BallistaRole, Command, CompareFormat, EngineArgs, PairArgs, ReportFormat, SourceArgs, ThresholdArgs};
-use profq::compare::{self, bundle, track};
+use super::bundle;
+use profq::compare::{self, track};
 use profq::engine::{queries, Engine, Placement, Spread};
 use profq::error::Error;
 use profq::export::{self, ExportOptions, Window};
 use profq::ingest::{self, IngestOptions};
-use profq::remote::publish::PublishOptions;
-use profq::remote::wandb;
 use profq::render::{self, Format};
 use profq::store::Location;
 use profq::summary::ask::{self, Subject};
 use profq::summary::{BreakdownMode, SummaryOptions};
 use profq::tables::schema;
+use profq::wandb::publish::PublishOptions;
+use profq::wandb::run_target as wandb;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -150,7 +151,7 @@ fn ingest(inputs: &[PathBuf], run_target: Option<RunTargetArgs>, store: Option<L
 }
 
 fn publish(opts: &PublishOptions, output: Option<&Path>) -> Done {
-    let answer = profq::remote::publish::publish(opts).map_err(Error::input)?;
+    let answer = profq::wandb::publish::publish(opts).map_err(Error::input)?;
     emit(&render::json_text(&answer), output)
 }
 

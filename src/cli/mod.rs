@@ -3,6 +3,7 @@
 //! (a failure's status).
 
 pub mod args;
+pub mod bundle;
 pub mod commands;
 pub mod exit;
 
@@ -23,6 +24,6 @@ pub fn workload(command: &Command) -> Workload {
     let xplanes = resolved.files.iter().filter(|f| f.kind == profq::decode::SourceKind::XPlane);
     match xplanes.filter_map(|f| std::fs::metadata(&f.path).ok()).map(|m| m.len()).sum() {
         0 => Workload::Other,
-        bytes => Workload::AnalysisOfXPlane(bytes),
+        bytes => Workload::AnalysisOfXPlane { parts: bytes.div_ceil(profq::decode::part_bytes() as u64) },
     }
 }

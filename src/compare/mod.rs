@@ -2,16 +2,16 @@
 //! comparison (§6.1) plus profq's full-table comparison and step-noise verdict; `track`
 //! turns it into a pass/warn/fail record (§6.2–6.4).
 
-pub mod bundle;
-pub mod stats;
 pub mod track;
 
+use crate::engine::analyst::Analyst;
+use crate::engine::rows::Row;
 use crate::engine::{Engine, QueryError, Spread};
 use crate::error::{Error, Kind};
 use crate::source::SourceError;
 use crate::store::Location;
 use crate::summary::doc::{Producer, Summary};
-use crate::summary::{self, Analyst, SummaryOptions};
+use crate::summary::{self, SummaryOptions};
 use crate::tables::{ColumnsRead, RunTables};
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -348,7 +348,7 @@ pub async fn compare_with_summaries(
             let an = Analyst::new(&engine, "before");
             let params = [("before_run", "before".to_string()), ("after_run", "after".to_string())];
             let ops = an.rows("compare_ops", &params).await?;
-            let us = |r: &crate::summary::Row, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1000.0;
+            let us = |r: &Row, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0) / 1000.0;
             let named: Vec<(String, f64, f64)> = ops
                 .iter()
                 .map(|r| {
@@ -359,7 +359,7 @@ pub async fn compare_with_summaries(
             let (reg, imp) = split_ops(named, opts.top_k);
             out.insert("regressed_ops".into(), reg);
             out.insert("improved_ops".into(), imp);
-            let to_us = |rows: &[crate::summary::Row], keys: &[&str]| -> Vec<Value> {
+            let to_us = |rows: &[Row], keys: &[&str]| -> Vec<Value> {
                 rows.iter()
                     .map(|r| {
                         let mut m = r.clone();
@@ -386,12 +386,11 @@ pub async fn compare_with_summaries(
             let regions = an.rows("compare_regions", &params).await?;
             out.insert("profq_regions".into(), json!(to_us(&regions.into_iter().take(opts.top_k).collect::<Vec<_>>(), &["before_ns", "after_ns", "delta_ns"])));
             let warmup = ("warmup_steps", opts.summary.warmup_steps.to_string());
-            let steady = |rows: Vec<crate::summary::Row>| {
-                rows.iter().filter(|r| r.get("warmup").and_then(Value::as_bool) == Some(false)).map(|r| us(r, "dur_ns")).collect::<Vec<f64>>()
-            };
+            let steady =
+                |rows: Vec<Row>| rows.iter().filter(|r| r.get("warmup").and_then(Value::as_bool) == Some(false)).map(|r| us(r, "dur_ns")).collect::<Vec<f64>>();
             let db = steady(Analyst::new(&engine, "before").rows("step_durations", std::slice::from_ref(&warmup)).await?);
             let da = steady(Analyst::new(&engine, "after").rows("step_durations", &[warmup]).await?);
-            out.insert("profq_step_noise".into(), stats::step_verdict(&db, &da));
+            out.insert("profq_step_noise".into(), crate::stats::step_verdict(&db, &da));
             out.insert("profq_comparison_level".into(), json!("tables"));
             Ok((Value::Object(out), SideSummary::built(sb), SideSummary::built(sa)))
         }

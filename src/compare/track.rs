@@ -62,16 +62,11 @@ pub fn assess(comparison: &Value, t: &Thresholds) -> Value {
     })
 }
 
-/// ISO-8601 UTC of now, as the record's timestamp.
-pub fn now_utc() -> String {
-    crate::summary::iso_utc(crate::timing::now_ns())
-}
-
 /// §6.3: the record of one tracked comparison.
 pub fn record(assessment: &Value, label: Option<&str>) -> Value {
     let c = &assessment["comparison"];
     let side = |which: &str| json!({"source_path": c[format!("{which}_source")], "run_path": null, "run_id": c["provenance_checks"][format!("{which}_run_id")], "artifact_ref": null});
-    json!({"recorded_at_utc": now_utc(), "label": label, "before": side("before"), "after": side("after"), "assessment": assessment})
+    json!({"recorded_at_utc": crate::timing::now_utc(), "label": label, "before": side("before"), "after": side("after"), "assessment": assessment})
 }
 
 /// Appends a record as one sorted-keys JSON line, creating parent directories.

@@ -10,6 +10,7 @@
 //! profq needs no protoc: they document the subset read, and tests build HloProtos with them.
 
 use super::wire::{push_varints, Fields, Value, WireError};
+use crate::model::names::kernel_alias;
 use crate::model::{HloIndex, HloInstr, ModuleSchedule, StringPool};
 use prost::Message;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -335,12 +336,6 @@ impl<'a> InstructionFields<'a> {
         }
         Ok(instr)
     }
-}
-
-/// The name XLA gives an instruction's GPU kernel when it differs from the instruction's: `.`
-/// spelled `_` (`gemm_fusion_dot.11` runs as `gemm_fusion_dot_11`).
-pub fn kernel_alias(instruction: &str) -> Option<String> {
-    instruction.contains('.').then(|| instruction.replace('.', "_"))
 }
 
 /// Decodes one serialized HloProto and adds its instructions to `index` under

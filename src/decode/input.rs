@@ -1,7 +1,7 @@
 //! Input resolution: what an INPUT path names (a log dir's newest session, a session dir, one
 //! XPlane, a trace JSON) and which files of it form the run, each with its kind and host.
 
-use super::*;
+use super::{input_err, File, InputError, Path, PathBuf, Read, Resolved, SourceFile, SourceKind};
 
 pub(super) fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()

@@ -1,7 +1,10 @@
 //! Loading: the run's files mapped or read, hashed on another core, and decoded part by part
 //! into a [`PartSink`] (an ingest's writers, an analysis's tables, or one whole [`Capture`]).
 
-use super::*;
+use super::{
+    file_name, hlo, input_err, part_bytes, trace_json, wire, xplane, ArgsKept, Capture, Digest, File, InputError, LoadError, Path, PlaneKind, Read, Resolved,
+    Sha256, SourceFile, SourceKind, SMALL_PART_EVENTS,
+};
 
 /// What loading produced besides the capture.
 pub struct Loaded {

@@ -16,8 +16,9 @@ pub mod wire;
 pub mod xplane;
 
 use crate::model::{ArgsKept, Capture, PlaneKind};
-pub use input::*;
-pub use load::*;
+use input::file_name;
+pub use input::{choose_session, is_hlo_side_file, is_profiler_file, kind_of_file, resolve, ChosenSession, NO_PROFILE, SESSION_DEPTH};
+pub use load::{load, load_parts, LoadProgress, Loaded, PartSink};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::Read;

@@ -317,7 +317,7 @@ mod tests {
                 let plan = format!("{}", datafusion::physical_plan::displayable(df.clone().create_physical_plan().await.unwrap().as_ref()).indent(false));
                 // (DISTINCT groups by (name, ns) first, which stays DataFusion's.)
                 assert!(plan.contains("DictionaryGroupsExec") == rule || sql.contains("DISTINCT"), "{sql}\n{plan}");
-                answers.push(crate::render::rows(&df.collect().await.unwrap()));
+                answers.push(crate::engine::rows::rows(&df.collect().await.unwrap()));
             }
             assert!(!answers[0].is_empty(), "{sql}");
             assert_eq!(answers[0], answers[1], "{sql}");

@@ -1,7 +1,7 @@
 //! SQL functions profq adds to every engine, so named queries and ad-hoc SQL share them.
 //! Each calls the Rust rule of the same name, so that SQL and the derivation agree by
 //! construction: `canonical_name(name)`, `collective_kind(name)` and `is_stall_name(name)`
-//! ([`crate::tables::derive::rules`]); `shape_signature(shape)` and `flop_proxy(family, signature)`, the reference's coarse
+//! ([`crate::tables::derive::rules`]); `is_async_line(line)` ([`crate::model::names`]); `shape_signature(shape)` and `flop_proxy(family, signature)`, the reference's coarse
 //! work measure (reference §3.12); `is_compile_event(name)` and
 //! `is_transfer_event(name, category)`, the events the analyses read one by one
 //! ([`crate::tables::events_of_interest`]). They are Rust because SQL cannot fold over a
@@ -11,9 +11,10 @@
 //! `interval_union_ns(start_ns, end_ns)`: the time covered by a group's intervals, overlaps
 //! counted once, which SQL can only say as a running sum over every start and end.
 
+use crate::model::names::is_async_line;
 use crate::tables::derive::rules::{canonical_name, collective_kind_of_name, is_stall_name};
 use crate::tables::events_of_interest::{is_compile_event, is_transfer_event};
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, ListArray, StringArray};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
@@ -48,6 +49,7 @@ pub fn scalar_functions() -> Vec<ScalarUDF> {
         text_rule("canonical_name", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.map(canonical_name)).collect::<StringArray>())),
         text_rule("collective_kind", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.and_then(collective_kind_of_name)).collect::<StringArray>())),
         text_rule("is_stall_name", DataType::Boolean, |names| Arc::new(names.iter().map(|n| n.map(is_stall_name)).collect::<BooleanArray>())),
+        text_rule("is_async_line", DataType::Boolean, |lines| Arc::new(lines.iter().map(|n| n.map(is_async_line)).collect::<BooleanArray>())),
         create_udf("is_compile_event", vec![DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_compile_event_udf)),
         create_udf("is_transfer_event", vec![DataType::Utf8, DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_transfer_event_udf)),
     ]
@@ -59,10 +61,16 @@ pub fn aggregate_functions() -> Vec<AggregateUDF> {
 }
 
 /// A rule of one text argument, applied to every row (null for a null text, as a pattern
-/// match on it would be).
+/// match on it would be). A dictionary column no larger than its batch (as the store's
+/// name columns are) is ruled on its distinct texts, each once.
 fn text_rule_udf(args: &[ColumnarValue], rule: fn(&StringArray) -> ArrayRef) -> Result<ColumnarValue, DataFusionError> {
     let arrays = ColumnarValue::values_to_arrays(args)?;
-    Ok(ColumnarValue::Array(rule(&strings(&arrays[0])?)))
+    let arg = &arrays[0];
+    if let Some(dictionary) = arg.as_any_dictionary_opt().filter(|d| d.values().len() <= arg.len()) {
+        let per_text = rule(&strings(dictionary.values())?);
+        return Ok(ColumnarValue::Array(datafusion::arrow::compute::take(&per_text, dictionary.keys(), None)?));
+    }
+    Ok(ColumnarValue::Array(rule(&strings(arg)?)))
 }
 
 /// Null for a null name, as a pattern match on it would be.

@@ -7,6 +7,7 @@
 //! `ballista`); runs held in memory always run here.
 
 pub mod ahead;
+pub mod analyst;
 #[cfg(feature = "ballista")]
 pub mod cluster;
 pub mod dictionary_groups;
@@ -14,6 +15,7 @@ pub mod functions;
 pub mod placement;
 pub mod queries;
 pub mod reads;
+pub mod rows;
 
 pub use placement::{scheduler_address, Placement, WITHOUT_BALLISTA};
 
@@ -477,7 +479,7 @@ mod tests {
             let partitions = (0..spread.partitions()).map(|p| if p == 0 { vec![rows.clone()] } else { Vec::new() }).collect();
             ctx.register_table("t", Arc::new(MemTable::try_new(schema.clone(), partitions).unwrap())).unwrap();
             let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
-            answers.push(crate::render::rows(&batches));
+            answers.push(crate::engine::rows::rows(&batches));
         }
         assert_eq!(answers[0].len(), 3);
         assert_eq!(answers[0], answers[1]);

@@ -7,10 +7,11 @@ pub mod json;
 pub mod perfetto;
 pub mod tracks;
 
+use crate::engine::analyst::Analyst;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::summary::doc::StepTime;
-use crate::summary::{steps, Analyst};
+use crate::summary::steps;
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use std::collections::BTreeMap;
@@ -308,7 +309,7 @@ async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut S
     for b in &got {
         let c = Cols::of(
             b,
-            &["event_id", "line_id", "start_ns", "dur_ns", "correlation_id", "program_id", "step", "self_ns", "bytes", "overlapped_ns", "exposed_ns"],
+            &["event_id", "line_id", "start_ns", "dur_ns", "op_start_ns", "op_dur_ns", "correlation_id", "program_id", "step", "self_ns", "bytes", "overlapped_ns", "exposed_ns"],
             &["flops", "bytes_accessed"],
             &["is_op", "is_async"],
         );
@@ -333,6 +334,8 @@ async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut S
         for r in 0..b.num_rows() {
             let op = c.flag("is_op", r).then(|| {
                 Box::new(OpInfo {
+                    start: c.int("op_start_ns", r).unwrap_or(0),
+                    dur: c.int("op_dur_ns", r).unwrap_or(0),
                     device: op_device.get(r, strings).unwrap_or(0),
                     hlo_op: hlo_op.get(r, strings),
                     hlo_module: hlo_module.get(r, strings),

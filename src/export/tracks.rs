@@ -8,6 +8,8 @@
 //! the same name and rank (lanes), which the Perfetto UI shows merged.
 
 use crate::intervals;
+use crate::model::names::is_async_line;
+use crate::tables::derive::{exposed_parts, hides_communication};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A string of the layout: an index into [`Layout::strings`].
@@ -61,6 +63,10 @@ pub struct Layout {
 /// What profq knows of an event that is a device op.
 #[derive(Clone, Debug, Default)]
 pub struct OpInfo {
+    /// The op's own span, as `ops` has it: its duration is the device-measured one where the
+    /// profile has one (TPU), which the event's timeline span is not.
+    pub start: i64,
+    pub dur: i64,
     pub device: Str,
     pub hlo_op: Option<Str>,
     pub hlo_module: Option<Str>,
@@ -383,14 +389,16 @@ fn derived(b: &mut Builder, strings: &mut Strings, plane: u64, rank: i32, host: 
         .collect();
     b.lay(coll_track, slices);
 
-    // Exposed: each collective's interval less the union of the device's compute ops.
-    let compute = strings.id("compute");
-    let busy = intervals::union(ops.iter().filter(|e| e.op.as_ref().and_then(|o| o.category) == Some(compute)).map(|e| (e.start, e.start + e.dur)).collect());
+    // Exposed: each collective's parts its device's compute leaves uncovered, by the rule the
+    // `collectives` table's `exposed_ns` follows, over the ops' own spans.
+    let hides = |o: &OpInfo, line: Str| o.category.is_some_and(|c| hides_communication(strings.get(c), is_async_line(strings.get(line))));
+    let busy = intervals::union(ops.iter().filter_map(|e| e.op.as_deref().filter(|o| hides(o, e.line))).map(|o| (o.start, o.start + o.dur)).collect());
     let exposed_track = b.track(Some(plane), "profq · exposed communication", rank + 4, Some(EXPOSED_ABOUT.into()), None);
     let mut slices = Vec::new();
     for (e, c) in &collectives {
         let name = strings.id(&format!("exposed {}", strings.get(c.kind)));
-        for (s, end) in uncovered(&busy, e.start, e.start + e.dur) {
+        let op = e.op.as_deref().expect("a collective is an op");
+        for (s, end) in exposed_parts(&busy, op.start, op.start + op.dur) {
             slices.push(Slice {
                 track: exposed_track,
                 start: s,
@@ -403,24 +411,6 @@ fn derived(b: &mut Builder, strings: &mut Strings, plane: u64, rank: i32, host: 
         }
     }
     b.lay(exposed_track, slices);
-}
-
-/// The parts of [s, e) that merged intervals do not cover.
-fn uncovered(merged: &[(i64, i64)], s: i64, e: i64) -> Vec<(i64, i64)> {
-    let mut out = Vec::new();
-    let mut at = s;
-    let mut i = merged.partition_point(|iv| iv.1 <= s);
-    while i < merged.len() && merged[i].0 < e {
-        if merged[i].0 > at {
-            out.push((at, merged[i].0));
-        }
-        at = at.max(merged[i].1);
-        i += 1;
-    }
-    if at < e {
-        out.push((at, e));
-    }
-    out
 }
 
 /// Nested region slices of a device's ops in start order: the pass, then each component of
@@ -530,12 +520,5 @@ mod tests {
         assert_eq!(on(t), [(0, 10), (2, 3), (5, 0), (10, 1)]);
         assert_eq!(on(2), [(8, 4)]);
         assert_eq!(b.tracks[1].name, "line");
-    }
-
-    #[test]
-    fn uncovered_parts() {
-        assert_eq!(uncovered(&[(2, 4), (6, 8)], 0, 10), [(0, 2), (4, 6), (8, 10)]);
-        assert_eq!(uncovered(&[(0, 10)], 2, 5), []);
-        assert_eq!(uncovered(&[], 2, 5), [(2, 5)]);
     }
 }

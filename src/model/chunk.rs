@@ -1,7 +1,7 @@
 //! Event chunks: a line's events as columns (times, names, typed stats, args as offsets into
 //! one byte buffer), and their nesting into self time, depth and parent by the stack rule.
 
-use super::*;
+use super::{HashMap, Nullable, SparseColumn, StringPool, LOCAL_TAG, NO_PARENT, NO_STR};
 
 /// Computes self_ns, depth and parent for the events of `chunks` with the reference stack
 /// rule: at equal start the longer event is the parent; a partially overlapping event is a

@@ -1,7 +1,7 @@
 //! The HLO index: each program's instructions (opcode, shape, scope, source) by program id
 //! and by module name, and each computation's schedule.
 
-use super::*;
+use super::{HashMap, NO_STR, NULL_I64};
 
 /// One instruction of an HLO module, as needed for op classification and scopes.
 #[derive(Debug, Clone, Default, PartialEq)]

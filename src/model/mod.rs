@@ -7,16 +7,17 @@
 
 mod chunk;
 mod hlo;
+pub mod names;
 mod sparse;
 mod strings;
 #[cfg(test)]
 mod tests;
 
-pub use chunk::*;
-pub use hlo::*;
+pub use chunk::{encloses, nest_lines, EventChunk, OpenBefore, OpenEvent};
+pub use hlo::{HloIndex, HloInstr, ModuleSchedule, Schedules};
 use rustc_hash::FxHashMap as HashMap;
-pub use sparse::*;
-pub use strings::*;
+pub use sparse::{Nullable, SparseColumn};
+pub use strings::StringPool;
 
 /// Sentinel for "no string" in id columns.
 pub const NO_STR: u32 = u32::MAX;

@@ -1,7 +1,7 @@
 //! Sparse typed columns: a bit per event and only the values set, until nearly every event
 //! has one (then a plain array, read faster). Most host events carry none of the typed stats.
 
-use super::*;
+use super::{NO_STR, NULL_I64};
 
 /// A value with a sentinel for null in the event columns.
 pub trait Nullable: Copy + PartialEq {

@@ -1,6 +1,6 @@
 //! The run-wide string pool: every name of a capture is an id into it, each text kept once.
 
-use super::*;
+use super::NO_STR;
 
 /// Run-wide string interner. Ids are dense and stable for the life of the capture.
 ///

@@ -15,7 +15,7 @@
 
 use super::{describe, ObjectUrl};
 use crate::decode::{choose_session, is_hlo_side_file, is_profiler_file, kind_of_file, SourceKind, NO_PROFILE, SESSION_DEPTH};
-use crate::store::{process_gone, writer_name, writer_pid};
+use crate::process::{process_gone, writer_name, writer_pid};
 use crate::timing::now_ns;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;

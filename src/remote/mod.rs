@@ -11,8 +11,6 @@
 
 pub mod local_reads;
 pub mod mirror;
-pub mod publish;
-pub mod wandb;
 
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use object_store::aws::AmazonS3Builder;

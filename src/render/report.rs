@@ -55,11 +55,34 @@ fn table(out: &mut String, header: &[&str], body: Vec<Vec<String>>) {
     out.push('\n');
 }
 
+/// The report of summary `s`, each table cut at `top_k` rows: one section per function below,
+/// in the reference's order, then profq's own.
 pub fn markdown(s: &Summary, top_k: usize) -> String {
-    let k = top_k;
     let mut o = String::new();
     let _ = writeln!(o, "# Profile Report ({})\n", plain(&s.schema_version));
+    run_metadata(&mut o, s);
+    provenance(&mut o, s);
+    overview(&mut o, s);
+    step_time(&mut o, s, top_k);
+    breakdown(&mut o, s);
+    regions(&mut o, s, top_k);
+    hot_ops(&mut o, s, top_k);
+    families(&mut o, s, top_k);
+    collectives(&mut o, s, top_k);
+    gaps(&mut o, s, top_k);
+    gap_contexts(&mut o, s, top_k);
+    passes(&mut o, s, top_k);
+    recompilation(&mut o, s, top_k);
+    transfers(&mut o, s, top_k);
+    launch_and_idle(&mut o, s);
+    skew(&mut o, s, top_k);
+    candidates(&mut o, s);
+    let trimmed = o.trim_end().to_string();
+    trimmed + "\n"
+}
 
+/// The run, where it came from and when.
+fn run_metadata(o: &mut String, s: &Summary) {
     let m = &s.run_metadata;
     let _ = writeln!(o, "## Run Metadata\n");
     for (label, value) in
@@ -68,13 +91,19 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
         let _ = writeln!(o, "- {label}: {}", known(value));
     }
     let _ = writeln!(o, "- Generated At (UTC): {}\n", known(&s.generated_at_utc));
+}
 
+/// The trace's digest and the run ids it names.
+fn provenance(o: &mut String, s: &Summary) {
     let p = &s.trace_provenance;
     let _ = writeln!(o, "## Trace Provenance\n");
     let _ = writeln!(o, "- Trace SHA256: {}", known(&p.trace_sha256));
     let ids: Vec<String> = p.run_ids.iter().take(8).map(plain).collect();
     let _ = writeln!(o, "- Observed run_ids: {}\n", if ids.is_empty() { "none".into() } else { ids.join(", ") });
+}
 
+/// Event counts and quality warnings.
+fn overview(o: &mut String, s: &Summary) {
     let t = &s.trace_overview;
     let _ = writeln!(o, "## Trace Overview\n");
     let _ = writeln!(o, "- Complete events: {}", plain(&t.num_complete_events));
@@ -91,7 +120,10 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
         }
     }
     o.push('\n');
+}
 
+/// Steady-state step time, and the step classes.
+fn step_time(o: &mut String, s: &Summary, k: usize) {
     let st = &s.step_time.steady_state_steps;
     let _ = writeln!(o, "## Step Time (Steady State)\n");
     let _ = writeln!(o, "- Steps counted: {}", st.count);
@@ -103,7 +135,7 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
     if !classes.is_empty() {
         let _ = writeln!(o, "## Step Classes\n");
         table(
-            &mut o,
+            o,
             &["Class", "Count", "Fraction", "Median", "P90", "Representative Step", "Periodicity"],
             classes
                 .iter()
@@ -121,22 +153,28 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
                 .collect(),
         );
     }
+}
 
+/// The time breakdown by category.
+fn breakdown(o: &mut String, s: &Summary) {
     let b = &s.time_breakdown;
     let _ = writeln!(o, "## Time Breakdown (`{}`)\n", plain(&b.duration_basis));
     table(
-        &mut o,
+        o,
         &["Category", "Duration", "Share"],
         [("Compute", &b.compute), ("Communication", &b.communication), ("Host", &b.host), ("Stall", &b.stall), ("Other", &b.other)]
             .iter()
             .map(|(label, c)| vec![label.to_string(), dur(&c.total_duration), pct(&c.share_of_total)])
             .collect(),
     );
+}
 
+/// Named-scope regions, with shares of their root.
+fn regions(o: &mut String, s: &Summary, k: usize) {
     let regions = &s.hierarchical_regions;
     let _ = writeln!(o, "## Hierarchical Regions\n");
     table(
-        &mut o,
+        o,
         &["Region Path", "Depth", "Count", "Inclusive", "Inclusive %", "Exclusive", "Exclusive %"],
         regions
             .iter()
@@ -156,10 +194,13 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             })
             .collect(),
     );
+}
 
+/// The hottest ops by exclusive time.
+fn hot_ops(o: &mut String, s: &Summary, k: usize) {
     let _ = writeln!(o, "## Top Ops\n");
     table(
-        &mut o,
+        o,
         &["Op", "Canonical", "Category", "Count", "Exclusive", "Avg", "Shape Signature", "HLO/TF Path"],
         s.hot_ops
             .iter()
@@ -178,11 +219,14 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             })
             .collect(),
     );
+}
 
+/// Ops grouped by semantic family.
+fn families(o: &mut String, s: &Summary, k: usize) {
     let _ = writeln!(o, "## Semantic Families\n");
     let _ = writeln!(o, "_FLOP-proxy metrics are relative heuristics, not MFU. Families cover every op, not only the top ops._\n");
     table(
-        &mut o,
+        o,
         &["Family", "Count", "Exclusive", "Share", "Avg Exclusive", "FLOP Proxy Total", "Time/FLOP Proxy", "Example Op"],
         s.semantic_families
             .iter()
@@ -201,10 +245,13 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             })
             .collect(),
     );
+}
 
+/// Collectives by kind, with exposed time and bandwidth.
+fn collectives(o: &mut String, s: &Summary, k: usize) {
     let _ = writeln!(o, "## Communication Collectives\n");
     table(
-        &mut o,
+        o,
         &["Collective", "Count", "Total", "Avg", "Exposed", "Exposed %", "GB/s"],
         s.profq_collectives
             .iter()
@@ -222,10 +269,13 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             })
             .collect(),
     );
+}
 
+/// Gaps before ops, by payload op.
+fn gaps(o: &mut String, s: &Summary, k: usize) {
     let _ = writeln!(o, "## Pre-Op Gaps\n");
     table(
-        &mut o,
+        o,
         &["Payload Op", "Marker Op", "Count", "Total Gap", "Max Gap", "Avg Gap"],
         s.gap_before_ops
             .iter()
@@ -235,8 +285,10 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             })
             .collect(),
     );
+}
 
-    // Gap contexts re-aggregated by region.
+/// Gap contexts re-aggregated by region.
+fn gap_contexts(o: &mut String, s: &Summary, k: usize) {
     let mut by_region: std::collections::BTreeMap<String, (i64, f64, std::collections::BTreeMap<String, i64>)> = Default::default();
     for c in &s.gap_region_contexts {
         let e = by_region.entry(plain(&c.region_path)).or_default();
@@ -249,7 +301,7 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
     regions_by_gap.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1).then(a.0.cmp(&b.0)));
     let _ = writeln!(o, "## Gap Context (Region-First)\n");
     table(
-        &mut o,
+        o,
         &["Region Path", "Count", "Total Gap", "Avg Gap", "Top Payload Ops"],
         regions_by_gap
             .iter()
@@ -262,11 +314,13 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             })
             .collect(),
     );
+}
 
-    // profq sections.
+/// Regions by pass (profq's sections start here).
+fn passes(o: &mut String, s: &Summary, k: usize) {
     let _ = writeln!(o, "## Regions by Pass\n");
     table(
-        &mut o,
+        o,
         &["Pass", "Region Path", "Depth", "Count", "Inclusive", "Share of Root"],
         s.profq_regions_by_pass
             .iter()
@@ -274,6 +328,10 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             .map(|r| vec![plain(&r.pass), name(&r.path), plain(&r.depth), plain(&r.count), dur(&r.inclusive_duration), pct(&r.inclusive_share)])
             .collect(),
     );
+}
+
+/// Compilation inside steps, and modules run as several programs.
+fn recompilation(o: &mut String, s: &Summary, k: usize) {
     let rc = s.profq_recompilation.clone().unwrap_or_default();
     let _ = writeln!(o, "## Recompilation\n");
     let compiles = &rc.steps_with_compilation[..k.min(rc.steps_with_compilation.len())];
@@ -281,7 +339,7 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
         let _ = writeln!(o, "No compilation inside steps.\n");
     } else {
         table(
-            &mut o,
+            o,
             &["Step", "Compile Time", "Share of Step", "Events", "Example"],
             compiles
                 .iter()
@@ -292,9 +350,13 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
     for m in rc.modules_with_several_programs.iter().take(k) {
         let _ = writeln!(o, "- {} ran as {} programs (first steps: {})", name(&m.hlo_module), plain(&m.programs), plain(&m.first_steps));
     }
+}
+
+/// Host-device transfers by direction.
+fn transfers(o: &mut String, s: &Summary, k: usize) {
     let _ = writeln!(o, "\n## Host-Device Transfers\n");
     table(
-        &mut o,
+        o,
         &["Direction", "On Device", "Count", "Total", "Example"],
         s.profq_transfers
             .iter()
@@ -302,6 +364,10 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             .map(|t| vec![plain(&t.direction), plain(&t.on_device), plain(&t.count), dur(&t.total_duration), name(&t.example)])
             .collect(),
     );
+}
+
+/// Launch-bound steps and device idle time.
+fn launch_and_idle(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "## Launch-Bound Steps and Idle Devices\n");
     let (tk, idle) = (&s.profq_tiny_kernels, &s.profq_device_idle);
     let of_tiny = |f: fn(&TinyKernels) -> Value| tk.as_ref().map_or(Value::Null, f);
@@ -320,9 +386,13 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
         pct(&of_idle(|d| cell(&d.avg_idle_share))),
         pct(&of_idle(|d| cell(&d.max_idle_share)))
     );
+}
+
+/// Per-device step skew.
+fn skew(o: &mut String, s: &Summary, k: usize) {
     let _ = writeln!(o, "## Per-Device Step Skew\n");
     table(
-        &mut o,
+        o,
         &["Host", "Device", "Steps", "Avg Active", "Avg Lag", "Max Lag", "Times Slowest"],
         s.profq_per_device
             .iter()
@@ -340,7 +410,10 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
             })
             .collect(),
     );
+}
 
+/// What to try next.
+fn candidates(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "## Optimization Candidates\n");
     for c in &s.optimization_candidates {
         let _ = writeln!(o, "### {}\n", c.title);
@@ -355,8 +428,6 @@ pub fn markdown(s: &Summary, top_k: usize) -> String {
         }
         o.push('\n');
     }
-    let trimmed = o.trim_end().to_string();
-    trimmed + "\n"
 }
 
 /// The markdown report of a comparison (profq compare --format md, bundle's compare.md).

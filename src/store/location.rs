@@ -7,10 +7,9 @@
 //! a committed run.
 
 use super::remote::RemoteStore;
-use super::{Store, PART_FILE};
+use super::Store;
 use crate::remote::{describe, is_url, ObjectUrl};
 use crate::tables::schema;
-use object_store::path::Path as ObjectPath;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -99,16 +98,6 @@ impl std::fmt::Display for Location {
             Location::Remote(url) => write!(f, "{url}"),
         }
     }
-}
-
-/// The key of a run's partition of `table` below a bucket store's prefix.
-pub(super) fn partition_key(url: &ObjectUrl, table: &str, run_id: &str) -> ObjectPath {
-    url.key_of(&format!("{table}/run_id={run_id}"))
-}
-
-/// The key of the part file whose existence commits run `run_id`.
-pub(super) fn commit_key(url: &ObjectUrl, run_id: &str) -> ObjectPath {
-    url.key_of(&format!("runs/run_id={run_id}/{PART_FILE}"))
 }
 
 #[cfg(test)]

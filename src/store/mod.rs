@@ -9,6 +9,7 @@
 //! A store is a directory or a bucket prefix ([`Location`]); in a bucket ([`remote`]) the same
 //! steps are kept with uploads, copies and a create-if-absent put ([`Committer`]).
 
+use crate::process::{process_gone, writer_name, writer_pid};
 use crate::tables::{schema, RunTables};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -72,20 +73,14 @@ pub fn sanitize_run_id(name: &str) -> String {
     out
 }
 
-/// A name for what this process writes now, unique to it and the moment: its pid, then the
-/// wall clock in ns. What a killed writer left is told by the pid ([`writer_pid`]).
-pub(crate) fn writer_name() -> String {
-    format!("{}-{}", std::process::id(), crate::timing::now_ns())
+/// The key of a run's partition of `table` below a bucket store's prefix.
+pub(crate) fn partition_key(url: &crate::remote::ObjectUrl, table: &str, run_id: &str) -> object_store::path::Path {
+    url.key_of(&format!("{table}/run_id={run_id}"))
 }
 
-/// The pid that leads a name made by [`writer_name`] (more may follow it).
-pub(crate) fn writer_pid(name: &str) -> Option<u32> {
-    name.split('-').next()?.parse().ok()
-}
-
-/// Whether process `pid` of this host has ended (this one never has).
-pub(crate) fn process_gone(pid: u32) -> bool {
-    pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+/// The key of the part file whose existence commits run `run_id`.
+pub(crate) fn commit_key(url: &crate::remote::ObjectUrl, run_id: &str) -> object_store::path::Path {
+    url.key_of(&format!("runs/run_id={run_id}/{PART_FILE}"))
 }
 
 impl Store {

@@ -14,8 +14,7 @@
 //! process that is gone, is stale and taken over. With the lock held, a writer removes what
 //! killed writers left: every staging object, and the partitions of runs never committed.
 
-use super::location::{commit_key, partition_key};
-use super::{Staged, PART_FILE};
+use super::{commit_key, partition_key, Staged, PART_FILE};
 use crate::remote::{block_on, describe, ObjectUrl};
 use crate::tables::schema;
 use crate::timing::now_ns;
@@ -252,7 +251,7 @@ impl RemoteStore {
 fn is_stale(holder: &serde_json::Value) -> bool {
     let expired = holder["expires_ns"].as_i64().is_none_or(|t| t <= now_ns());
     let here = holder["host"].as_str() == Some(host_name().as_str());
-    let gone = holder["pid"].as_u64().is_some_and(|pid| u32::try_from(pid).map_or(true, super::process_gone));
+    let gone = holder["pid"].as_u64().is_some_and(|pid| u32::try_from(pid).map_or(true, crate::process::process_gone));
     expired || (here && gone)
 }
 

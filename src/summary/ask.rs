@@ -31,7 +31,7 @@ pub struct Subject {
 
 impl Subject {
     fn source(&self) -> Result<Source, Error> {
-        source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store)
+        Ok(source::from_args(self.input.as_deref(), self.run.as_deref(), &self.store)?)
     }
 }
 
@@ -86,7 +86,7 @@ pub async fn report_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Summ
     let Opened { engine, run_id, source_path, .. } = source::open(&subject.source()?, Spread::Narrow).await?;
     let doc = super::summarize(&engine, &run_id, &source_path, opts).await?;
     let timeline = match doc.step_time.representative_step() {
-        Some(step) => Some(super::timeline::of_step(&super::Analyst::new(&engine, &run_id), step).await?),
+        Some(step) => Some(super::timeline::of_step(&crate::engine::analyst::Analyst::new(&engine, &run_id), step).await?),
         None => None,
     };
     Ok((doc, timeline))
@@ -95,7 +95,7 @@ pub async fn report_of(subject: &Subject, opts: &SummaryOptions) -> Result<(Summ
 /// The `trends` rows of every run of a store, in ingest order.
 pub async fn trends_of(store: &Location) -> Result<Vec<serde_json::Map<String, Value>>, Error> {
     let engine = Engine::open(store).await?;
-    Ok(crate::render::rows(&engine.run_named("trends", &BTreeMap::new()).await?))
+    Ok(crate::engine::rows::rows(&engine.run_named("trends", &BTreeMap::new()).await?))
 }
 
 /// A profile_summary.v1 document from a file (written by profq or the reference tool).
@@ -124,12 +124,12 @@ async fn trend_answer(question: &str, store: &Location, show_sql: bool) -> Resul
         Some(op) => ("op_trend", BTreeMap::from([("op".to_string(), op.clone())])),
         None => ("trends", BTreeMap::new()),
     };
-    let rows = crate::render::rows(&engine.run_named(name, &params).await?);
+    let rows = crate::engine::rows::rows(&engine.run_named(name, &params).await?);
     let mut answer = json!({"query_type": "trend", "question": question, "target": target, "analysis": name});
     if name == "trends" {
         answer["slowest_run"] = query::extreme_run(&rows, true);
         answer["fastest_run"] = query::extreme_run(&rows, false);
-        let steps = crate::render::rows(&engine.run_named("steady_steps", &BTreeMap::new()).await?);
+        let steps = crate::engine::rows::rows(&engine.run_named("steady_steps", &BTreeMap::new()).await?);
         answer["run_verdicts"] = query::run_verdicts(&rows, &steps);
     }
     answer["results"] = json!(rows);
@@ -148,7 +148,7 @@ async fn rows_answer(question: &str, intent: &Intent, answer_with: RowsAnswer, s
     if queries::find(name).is_some_and(|q| q.params().iter().any(|p| p.name == "top_k")) {
         params.insert("top_k".to_string(), i64::MAX.to_string());
     }
-    let rows = crate::render::rows(&engine.run_named(name, &params).await?);
+    let rows = crate::engine::rows::rows(&engine.run_named(name, &params).await?);
     let mut answer = answer_with(question, &rows, top_k);
     if show_sql {
         answer["sql"] = json!([sql_of(name, &params)]);

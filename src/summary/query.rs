@@ -279,7 +279,7 @@ pub fn run_verdicts(trends: &[Map<String, Value>], steps: &[Map<String, Value>])
         .windows(2)
         .map(|pair| {
             let (before, after) = (by_run.get(&pair[0]).unwrap_or(&none), by_run.get(&pair[1]).unwrap_or(&none));
-            let v = crate::compare::stats::step_verdict(before, after);
+            let v = crate::stats::step_verdict(before, after);
             json!({"run_id": pair[1], "previous_run": pair[0], "verdict": v["verdict"], "median_delta_pct": v.get("median_delta_pct").cloned().unwrap_or(Value::Null), "mann_whitney_p": v.get("mann_whitney_p").cloned().unwrap_or(Value::Null)})
         })
         .collect();

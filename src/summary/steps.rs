@@ -1,18 +1,8 @@
 //! Step statistics and step classes (reference §3.11), the parts SQL cannot express:
-//! numpy-style quantiles over a list and the 2-means clustering on log step time.
+//! step duration statistics and the 2-means clustering on log step time.
 
 use super::doc::{DurationStats, StepClass};
-
-/// numpy's default (linear) quantile: position (n-1)·q between sorted values.
-pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let pos = (sorted.len() - 1) as f64 * q;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
-}
+use crate::stats::quantile;
 
 /// DurationStats: count, mean, median, p90, min, max (null when empty).
 pub fn duration_stats(values: &[f64]) -> DurationStats {

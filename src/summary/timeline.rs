@@ -2,7 +2,8 @@
 //! (`queries/step_timeline.sql`), with runs of ops too narrow to see merged into blocks so
 //! that a chart stays within a mark budget.
 
-use super::Analyst;
+use crate::engine::analyst::Analyst;
+use crate::engine::rows::Row;
 use crate::engine::QueryError;
 use serde::Serialize;
 use serde_json::Value;
@@ -41,8 +42,8 @@ pub const MAX_MARKS: usize = 5_000;
 pub async fn of_step(a: &Analyst<'_>, step: i64) -> Result<Timeline, QueryError> {
     let rows = a.rows("step_timeline", &[("step", step.to_string()), ("max_ops", (MAX_OPS + 1).to_string())]).await?;
     let truncated = rows.len() > MAX_OPS;
-    let text = |r: &super::Row, k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let num = |r: &super::Row, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let text = |r: &Row, k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let num = |r: &Row, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let ops: Vec<Mark> = rows
         .iter()
         .take(MAX_OPS)

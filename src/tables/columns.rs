@@ -2,7 +2,10 @@
 
 use crate::model::{StringPool, NULL_I64};
 use arrow::array::builder::NullBufferBuilder;
-use arrow::array::*;
+use arrow::array::{
+    new_null_array, Array, ArrayBuilder, ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, ListBuilder, MapArray, StringArray,
+    StringBuilder, StructArray, UInt64Array,
+};
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Int32Type};
 use std::sync::Arc;
@@ -267,6 +270,7 @@ impl Unread {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow::array::AsArray;
     use arrow::datatypes::Int64Type;
 
     /// The `ops` table's columns are copied out of the rows into vectors once; making those

@@ -39,8 +39,8 @@
 //! against the same workloads captured with command buffers off, where every kernel carries its
 //! own instruction (tests/oracle.rs).
 
-use crate::decode::hlo::kernel_alias;
-use crate::model::*;
+use crate::model::names::kernel_alias;
+use crate::model::{Capture, EventChunk, NO_STR, NULL_I64};
 use rustc_hash::FxHashMap;
 
 /// Whether an event's `hlo_op` is a command buffer (`command_buffer_1`) rather than the

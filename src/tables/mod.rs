@@ -10,10 +10,12 @@ pub mod derive;
 pub mod events_of_interest;
 pub mod schema;
 
-use crate::model::*;
-use arrow::array::*;
+use crate::model::{Capture, EventChunk, Nullable, SparseColumn, CARRIED_TAG, NO_PARENT, NO_STR, NULL_I64};
+use arrow::array::{ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int64Array, StringArray, StringBuilder};
 use arrow::record_batch::RecordBatch;
-use columns::*;
+use columns::{
+    i64s, nullable_f64s, nullable_i64s, nullable_u64s, shared_dict, static_dict, text_list, text_map, text_map_rows, DictEncoder, RowValues, Strings, Unread,
+};
 pub use columns_read::ColumnsRead;
 use derive::Label;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! kept for [`super::pieces::join`]: `B` events still open at its end, and `E` events whose
 //! `B` came before it.
 
-use crate::model::*;
+use crate::model::{EventChunk, StringPool, NO_STR};
 use rustc_hash::FxHashMap as HashMap;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;

@@ -16,7 +16,7 @@
 mod events;
 mod pieces;
 
-use crate::model::*;
+use crate::model::{Capture, Line, Plane, PlaneKind, StringPool, NO_STR};
 use events::{Id, Piece, Top};
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;

@@ -16,7 +16,7 @@
 //! [`PIECE_BYTES`] only, never on the number of cores, so the result is the same everywhere.
 
 use super::events::{close_b, line_of, read_events, read_top, Id, OpenB, Piece, Top, PIECES_MARKER};
-use crate::model::*;
+use crate::model::{EventChunk, StringPool, NO_STR};
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,6 +1,10 @@
 //! The event loop: one unit's events read into an [`EventChunk`], their times made integer ns.
 
-use super::*;
+use super::{
+    leading_field1_varint, push_varint_arg, read_stat, set_int_column, set_string_column, set_typed_column, usual_varint_value, value_i64, write_value,
+    EventChunk, Fields, LineJob, PlaneCtx, Result, Role, StatInfo, StatSkips, StatValue, StringPool, WireError, ALL_ARGS_PER_EVENT, ARG_BYTES_PER_EVENT,
+    MIN_STAT_BYTES, NO_STR,
+};
 
 /// `ps_to_ns(timestamp_ns × 1000 + offset_ps)` and the same of `+ dur_ps`: in u64 when every
 /// term is ≥ 0 and small enough that nothing overflows (relative times of real captures; an

@@ -23,14 +23,19 @@ mod windows;
 
 use super::hlo::index_hlo_proto;
 use super::wire::{last_varint, leading_field1_varint, varint_at, Fields, Value, WireError};
-use crate::model::*;
-use events::*;
-pub use metadata::*;
-pub use scan::*;
-use stats::*;
+use crate::model::{encloses, nest_lines, Capture, EventChunk, Line, OpenBefore, OpenEvent, Plane, PlaneKind, StringPool, TimeWindow, CARRIED_TAG, NO_STR};
+use events::{decode_unit, event_span_ns, next_event_field, read_event, StatSlices};
+pub use metadata::plane_kind;
+use metadata::{prepare_planes, IdMap, PlaneCtx, Role, StatInfo, StatSkips, StatValue};
+use scan::{plane_fields, release_read, scan_lines, stat_metadata_name, PendingLine, PlaneFields, RELEASE_SCANNED_ABOVE};
+pub use scan::{scan, Layout, PlaneRef, Release};
+use stats::{
+    bytes_text, map_entry, note_peak, push_varint_arg, read_stat, set_int_column, set_string_column, set_typed_column, stat_id_and_value, usual_varint_value,
+    value_f64, value_i64, value_text, write_value,
+};
 use std::collections::HashMap;
-use units::*;
-pub use windows::*;
+use units::{decode_events, LineEvents, LineJob, ALL_ARGS_PER_EVENT, ARG_BYTES_PER_EVENT, EVENTS_PER_MARK, MIN_STAT_BYTES};
+pub use windows::decode_group;
 
 /// Errors carry the file offset where decoding failed.
 pub type Result<T> = std::result::Result<T, WireError>;

@@ -2,7 +2,7 @@
 //! device-op events, and each line's header and event bytes, read without decoding an event;
 //! and the release of file pages already read.
 
-use super::*;
+use super::{map_entry, plane_kind, stat_id_and_value, value_i64, Fields, HashMap, LineEvents, PlaneKind, Result, EVENTS_PER_MARK, NO_STR};
 
 /// Drops bytes of the file that were read and are not needed again from memory (the
 /// caller's mapping), so that RSS holds what is decoded rather than what was read.
@@ -131,7 +131,7 @@ pub(super) fn scan_plane<'a>(bytes: &'a [u8], off: usize, start_epoch: &mut Opti
             }
             let mut has_events = false;
             let header = read_line(line, loff, |_| has_events = true)?;
-            has_device_ops |= has_events && crate::tables::derive::is_device_op_line(&String::from_utf8_lossy(header.display()));
+            has_device_ops |= has_events && crate::model::names::is_device_op_line(&String::from_utf8_lossy(header.display()));
         }
     }
     Ok(PlaneRef { bytes, off, name, kind, has_device_ops })

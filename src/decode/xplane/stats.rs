@@ -1,6 +1,6 @@
 //! Stat values: a stat's wire value read into its typed column or its arg text.
 
-use super::*;
+use super::{last_varint, varint_at, EventChunk, Fields, IdMap, Result, Role, StatInfo, StatValue, StringPool, Value, NO_STR};
 
 /// Parses a map<int64, Message> entry: key = 1, value = 2.
 pub(super) fn map_entry(entry: &[u8], off: usize) -> Result<(i64, (&[u8], usize))> {

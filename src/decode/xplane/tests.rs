@@ -1,5 +1,8 @@
 //! The XPlane decoder on XSpaces built as protobuf bytes (prost), against the rules it follows.
 
+use super::events::{ps_to_ns, read_event_fields};
+use super::stats::stat_fields;
+use super::units::assemble_chunks;
 use super::*;
 use prost::Message;
 

@@ -1,7 +1,7 @@
 //! Work units: a plane's lines cut into units of events the workers take from a shared
 //! queue, and the chunks they make put back in line order.
 
-use super::*;
+use super::{decode_unit, nest_lines, next_event_field, Capture, EventChunk, Fields, OpenBefore, PlaneCtx, Result, WireError};
 
 /// A line whose events are to be decoded: its bytes (at file offset `base`), how many events
 /// they hold, and where every [`EVENTS_PER_MARK`]-th event's field starts, so that a worker can

@@ -1,7 +1,10 @@
 //! Time windows: a group of planes too large to decode whole is cut at event times into
 //! windows of about `PROFQ_WINDOW_EVENTS` events, with the events each cut leaves open.
 
-use super::*;
+use super::{
+    decode_events, decode_whole, encloses, event_span_ns, next_event_field, prepare_planes, push_chunks, read_event, release_read, window_events, Capture,
+    HashMap, LineJob, OpenBefore, OpenEvent, PlaneRef, Release, Result, StatSkips, StatSlices, TimeWindow, WireError, CARRIED_TAG, EVENTS_PER_MARK,
+};
 
 /// Decodes `planes` (whole planes of one host's XSpace, as [`decode_planes`]) and hands
 /// them to `on_part`: as one part, or, for planes of more than twice [`window_events`]

@@ -4,7 +4,7 @@
 //! interned ids are defined, after a packet that cleared the state, before they are used;
 //! every flow joins two slices. Tests run it on every export.
 
-use super::proto::*;
+use super::proto::{Trace, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END};
 use prost::Message;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -15,6 +15,8 @@ pub struct Checked {
     pub tracks: usize,
     /// Slices (BEGIN packets) and instants per track name.
     pub slices_by_track: BTreeMap<String, usize>,
+    /// The summed duration of the slices per track name, in the trace's time unit (ns).
+    pub time_by_track: BTreeMap<String, u64>,
     pub slices: usize,
     pub instants: usize,
     pub flows: usize,
@@ -117,6 +119,7 @@ pub fn check(bytes: &[u8]) -> Result<Checked, String> {
                 if ts < begin {
                     return Err(at("slice ends before it begins".into()));
                 }
+                *c.time_by_track.entry(track_name).or_default() += ts - begin;
             }
             Some(TYPE_INSTANT) => {
                 c.names.push(name()?);

@@ -7,7 +7,10 @@ pub mod proto;
 
 use super::tracks::{Arg, Layout};
 use prost::Message;
-use proto::*;
+use proto::{
+    DebugAnnotation, DebugAnnotationName, EventName, InternedData, InternedString, ProcessDescriptor, TracePacket, TrackDescriptor, TrackEvent,
+    CHILD_ORDERING_EXPLICIT, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
+};
 use std::collections::HashMap;
 use std::io::{self, Write};
 

@@ -55,11 +55,11 @@ mod scalars;
 mod tests;
 mod text_map;
 
-use encoding::*;
-use names::*;
-use pages::*;
-use scalars::*;
-use text_map::*;
+use encoding::{delta_binary_pack, put_keys, put_levels, DELTA_BLOCK};
+use names::{strings_address, KeyRemap, NameColumn, RemapSource};
+use pages::{null_in_required, ChunkPages};
+use scalars::ScalarColumn;
+use text_map::TextMapColumn;
 
 /// Bytes gathered for each write of a part file.
 const FILE_BUFFER_BYTES: usize = 1 << 20;

@@ -1,7 +1,10 @@
 //! Name columns: a top-level `Dictionary(Int32, Utf8)` column, from each batch's own dictionary
 //! or from string-pool ids, dictionary-encoded once per distinct value (a row costs one lookup).
 
-use super::*;
+use super::{
+    null_in_required, put_keys, put_levels, Arc, Array, ArrayRef, AsArray, Bytes, ChunkPages, ColumnCloseResult, ColumnDescPtr, DataType, DictionaryArray,
+    Encoding, Int32Type, Result, StringPool, Strings, WriterProperties,
+};
 
 /// A dictionary-encoded string column of one row group: its dictionary so far, the pages
 /// already encoded and the keys of the page being filled.

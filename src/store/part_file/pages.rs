@@ -1,7 +1,10 @@
 //! A column chunk's pages: compressed as the table's properties say (zstd only where it
 //! pays, see [`ChunkPages`]), with the chunk's metadata and offset index, as arrow-rs writes them.
 
-use super::*;
+use super::{
+    Bytes, ColumnChunkMetaData, ColumnCloseResult, ColumnDescPtr, CompressedPage, Compression, Encoding, EncodingMask, OffsetIndexBuilder, Page,
+    PageEncodingStats, PageType, PageWriter, ParquetError, Result, SerializedPageWriter, Statistics, StringPool, TrackedWrite, WriterProperties,
+};
 
 /// The pages of one leaf column chunk, compressed as they fill, and the chunk's bytes and
 /// metadata once it is closed.

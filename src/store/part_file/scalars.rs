@@ -1,7 +1,10 @@
 //! Scalar columns: `Int64`/`UInt64` as DELTA_BINARY_PACKED (or PLAIN), `Float64` and `Boolean`
 //! PLAIN, each with the chunk's min, max and null count as arrow-rs computes them.
 
-use super::*;
+use super::{
+    delta_binary_pack, null_in_required, put_levels, Array, ArrayRef, AsArray, Bytes, ChunkPages, ColumnCloseResult, ColumnDescPtr, DataType, Encoding, Result,
+    Statistics, WriterProperties, DELTA_BLOCK,
+};
 
 /// A flat scalar column of one row group: `Int64` or `UInt64` (ids, times, counts, program
 /// ids; DELTA_BINARY_PACKED or PLAIN as the properties say), `Float64` (op costs) or

@@ -1,7 +1,10 @@
 //! The `args` map column (non-null `Map<Utf8, Utf8>`): keys dictionary-encoded, values PLAIN,
 //! repetition and definition levels written straight from the map's offsets.
 
-use super::*;
+use super::{
+    null_in_required, put_keys, put_levels, strings_address, Array, ArrayRef, AsArray, Bytes, ChunkPages, ColumnCloseResult, ColumnDescPtr, DataType, Encoding,
+    KeyRemap, ParquetError, RemapSource, Result, StringPool, Strings, WriterProperties,
+};
 
 /// A `Map<Utf8, Utf8>` column of one row group (the `args` of events): its key leaf
 /// dictionary-encoded, its value leaf PLAIN, as arrow-rs writes them, without the per-row

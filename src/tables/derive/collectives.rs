@@ -1,6 +1,21 @@
-//! Collectives: each collective op with the time compute ops of its device overlapped it.
+//! Collectives: each collective op with the time compute ops of its device overlapped it,
+//! and the rule of exposed communication: a collective's time that no compute of its device
+//! hides. The `collectives` table and the trace export's exposed-communication track both
+//! follow it ([`hides_communication`], [`exposed_parts`]).
 
-use super::*;
+use super::{uncovered, union, Collective, FxHashMap, Op};
+
+/// Whether an op's time hides communication on its device: compute, and not an async span
+/// (an async op's span is in flight while other ops run, not device occupancy).
+pub fn hides_communication(category: &str, async_span: bool) -> bool {
+    category == "compute" && !async_span
+}
+
+/// The parts of a collective's `[start, end)` that the merged intervals of its device's
+/// hiding ops ([`hides_communication`]) leave uncovered: its exposed time.
+pub fn exposed_parts(hiding: &[(i64, i64)], start: i64, end: i64) -> Vec<(i64, i64)> {
+    uncovered(hiding, start, end)
+}
 
 /// Collectives that ops of a later window may still overlap, and the compute intervals that
 /// may still overlap a collective to come.
@@ -19,7 +34,7 @@ pub(super) fn collectives_of(ops: &[Op], carry: &mut CollectiveCarry, last_windo
     }
     let mut compute_by_device: FxHashMap<(u32, u32), Vec<(i64, i64)>> = std::mem::take(&mut carry.compute);
     for op in ops {
-        if op.category == "compute" && !op.async_span {
+        if hides_communication(op.category.as_str(), op.async_span) {
             compute_by_device.entry((op.host, op.device)).or_default().push((op.start_ns, op.end_ns()));
         }
     }
@@ -27,8 +42,9 @@ pub(super) fn collectives_of(ops: &[Op], carry: &mut CollectiveCarry, last_windo
     let mut collectives = std::mem::take(&mut carry.pending);
     collectives.extend(ops.iter().filter(|op| op.collective_kind.is_some()).map(|op| Collective { op: op.clone(), overlapped_ns: 0 }));
     for c in collectives.iter_mut() {
-        let overlapped = compute_by_device.get(&(c.op.host, c.op.device)).map_or(0, |m| covered(m, c.op.start_ns, c.op.end_ns()));
-        c.overlapped_ns = overlapped.min(c.op.dur_ns);
+        let hiding = compute_by_device.get(&(c.op.host, c.op.device)).map_or(&[][..], Vec::as_slice);
+        let exposed: i64 = exposed_parts(hiding, c.op.start_ns, c.op.end_ns()).iter().map(|(s, e)| e - s).sum();
+        c.overlapped_ns = c.op.dur_ns - exposed;
     }
     // Every op of a later window starts after every op of this one: a collective that ends
     // by this window's last start is final, and compute that ends by then overlaps nothing

@@ -1,7 +1,7 @@
 //! Idle gaps on device-op lines: the time before an op no earlier op of the line covers,
 //! attributed to the op that does the real work after it (the payload), past set-up ops.
 
-use super::*;
+use super::{is_setup_op, BTreeMap, Capture, CarriedOp, DecidedOnce, FxHashMap, Gap, Op};
 
 /// What the gaps of a line need of the windows before.
 #[derive(Default)]

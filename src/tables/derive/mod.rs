@@ -21,18 +21,24 @@ mod steps;
 pub mod totals;
 mod windows;
 
-use collectives::*;
-pub use gaps::*;
-pub use ops::*;
-pub use rows::*;
-pub use rules::*;
-pub use scopes::*;
-use steps::*;
-pub use totals::*;
-use windows::*;
+use collectives::{collectives_of, CollectiveCarry};
+pub use collectives::{exposed_parts, hides_communication};
+pub use gaps::GAP_LOOKAHEAD;
+use gaps::{find_gaps, GapCarry};
+pub use ops::{chunk_bases, pool_ids, prepare_strings, reads_arg, DecidedOnce, PoolIds};
+use ops::{event_units, is_op_event, make_op, parse_module_event, LaunchScopes, LineRoles, OpCaches, OpContext, PROVENANCE_ARG_KEYS};
+pub use rows::{Collective, Gap, Label, LocalStrings, Op, OptionalF64, Region, Step, LABEL_TEXTS};
+use rules::is_device_work_category;
+pub use rules::{canonical_name, collective_kind_of_name, collective_kind_of_opcode, is_setup_op, is_stall_name};
+pub use scopes::scope_of;
+use scopes::split_scope;
+use steps::{assign_steps, collect_steps};
+use totals::{event_totals, gap_totals, line_steps, op_totals, LineStepKey};
+pub use totals::{EventTotal, GapTotal, LineStep, OpTotal, SpanSums};
+use windows::{carried_op, landed_op, CarriedOp, WindowCarry};
 
-use crate::intervals::*;
-use crate::model::*;
+use crate::intervals::{covered, merge_unions, uncovered, union, union_of_sorted, Intervals};
+use crate::model::{Capture, CaptureMeta, EventChunk, HloInstr, PlaneKind, StringPool, TimeWindow, NO_PARENT, NO_STR, NULL_I64};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -212,151 +218,15 @@ impl Deriver {
         let roles = LineRoles::of(capture);
         self.next_event_id += capture.num_events() as i64;
         self.note_provenance(capture);
-        for &host in &capture.meta.hosts_with_device_ops {
-            self.note_device_ops(host);
-        }
-
-        // Most lines hold neither device ops nor modules: their events are not looked at.
-        'chunks: for chunk in &capture.chunks {
-            for (line, events) in chunk.line_runs() {
-                let plane = &capture.planes[capture.lines[line as usize].plane as usize];
-                if roles.device_op[line as usize] && plane.kind == PlaneKind::Device && events.clone().any(|i| is_op_event(capture, &roles, chunk, i)) {
-                    self.note_device_ops(plane.host);
-                    continue 'chunks;
-                }
-            }
-        }
-
-        // Module windows per plane from `XLA Modules` lines (TPU ops carry no hlo_module).
-        let mut module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>> = HashMap::new();
-        let mut name_cache: HashMap<u32, (u32, i64)> = HashMap::new();
-        for chunk in &capture.chunks {
-            for i in chunk.line_runs().filter(|(line, _)| roles.modules[*line as usize]).flat_map(|(_, events)| events) {
-                let line = &capture.lines[chunk.line[i] as usize];
-                let (module, pid) = *name_cache.entry(chunk.name[i]).or_insert_with(|| {
-                    let (m, p) = parse_module_event(capture.str(chunk.name[i]).unwrap_or(""));
-                    (capture.strings.lookup(m).unwrap_or(NO_STR), p.unwrap_or(NULL_I64))
-                });
-                module_windows.entry(line.plane).or_default().push((chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i], module, pid));
-            }
-        }
-        for w in module_windows.values_mut() {
-            w.sort_unstable_by_key(|x| x.0);
-        }
-        // In a window of a group, ops can run in modules that began in an earlier window
-        // (whose module events all started before this window's).
-        if capture.window.is_some() {
-            for (plane, w) in module_windows.drain() {
-                self.windows.module_windows.entry(plane).or_default().extend(w);
-            }
-            module_windows = self.windows.module_windows.iter().map(|(plane, w)| (*plane, w.clone())).collect();
-        }
-
-        // Steps of this part join the run's; the outermost annotation of a host step wins.
-        let (part_host_steps, part_device_steps) = collect_steps(capture, &roles);
-        for s in part_host_steps {
-            let key = (s.host, s.step);
-            if self.host_steps.get(&key).is_none_or(|old| s.end_ns - s.start_ns > old.end_ns - old.start_ns) {
-                self.host_steps.insert(key, s);
-            }
-        }
-        let first_new_device_step = self.device_steps.len();
-        self.device_steps.extend(part_device_steps);
-
-        // Ops, a unit of events per worker (a CPU capture's busiest thread can be most of a
-        // part's events): their events are found first, so that every unit fills its own
-        // slice of one vector; strings made for each unit then join the first unit's.
-        let hosts_with_device_ops = &self.hosts_with_device_ops;
-        // What makes an event of each line an op: its line's plane kind, and for host lines
-        // whether the host's device planes hold the ops instead.
-        let line_kinds: Vec<(PlaneKind, bool)> = capture
-            .lines
-            .iter()
-            .map(|line| {
-                let plane = &capture.planes[line.plane as usize];
-                (plane.kind, hosts_with_device_ops.contains(&plane.host))
-            })
-            .collect();
+        self.note_hosts_with_device_ops(capture, &roles);
+        let module_windows = self.module_windows(capture, &roles);
+        let first_new_device_step = self.fold_steps(capture, &roles);
         crate::timing::stage_done("    derive: modules, steps", &mut clock);
-        let units = event_units(capture);
-        // Each unit's op events: (chunk index, event index).
-        let op_events: Vec<Vec<(u32, u32)>> = {
-            let (roles, line_kinds) = (&roles, &line_kinds);
-            crate::work_queue::map_in_order(units.iter().collect(), |runs| {
-                let mut found = Vec::new();
-                for (ci, range) in runs {
-                    let chunk = &capture.chunks[*ci];
-                    found.extend(
-                        range
-                            .clone()
-                            .filter(|&i| match line_kinds[chunk.line[i] as usize] {
-                                (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
-                                (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.is_set(i),
-                                (PlaneKind::Other, _) => false,
-                            })
-                            .map(|i| (*ci as u32, i as u32)),
-                    );
-                }
-                found
-            })
-        };
+        let op_events = self.op_events(capture, &roles);
         crate::timing::stage_done("    derive: ops found", &mut clock);
-        // The rows are written once, in place, by the workers that make them: no default rows
-        // written (and their fresh pages faulted in) on this thread first.
-        let op_count = op_events.iter().map(Vec::len).sum();
-        let mut ops: Vec<Op> = Vec::with_capacity(op_count);
-        let per_unit_strings: Vec<LocalStrings> = {
-            let mut rest = &mut ops.spare_capacity_mut()[..op_count];
-            let mut work = Vec::new();
-            for events in &op_events {
-                let (slots, tail) = std::mem::take(&mut rest).split_at_mut(events.len());
-                rest = tail;
-                work.push((slots, events));
-            }
-            let launches = LaunchScopes::of(capture);
-            let placements = crate::tables::command_buffers::place_buffered_kernels(capture, &roles.device_op, &mut self.windows.graph_walks);
-            if capture.window.is_none_or(|w| w.last) {
-                self.windows.graph_walks.clear();
-            }
-            let context = OpContext { capture, ids: pool_ids, roles: &roles, module_windows: &module_windows, launches: &launches };
-            let (chunk_base, placements) = (&chunk_base, &placements);
-            crate::work_queue::map_in_order(work, |(slots, events): (&mut [std::mem::MaybeUninit<Op>], &Vec<(u32, u32)>)| {
-                let mut caches = OpCaches::default();
-                for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
-                    let (ci, i) = (ci as usize, i as usize);
-                    let placed = placements.get(ci, i);
-                    slot.write(make_op(&context, &mut caches, ci, i, chunk_base[ci], placed));
-                }
-                caches.strings
-            })
-        };
-        // SAFETY: the units' slices split `0..op_count` among them without a gap, and each
-        // unit's worker wrote every slot of its slice (zipped with as many events); a worker
-        // that panicked raised its panic in `map_in_order` above, before this line.
-        unsafe { ops.set_len(op_count) };
-        crate::timing::stage_done("    derive: ops made", &mut clock);
-        let mut per_unit_strings = per_unit_strings.into_iter();
-        let mut strings = per_unit_strings.next().unwrap_or_default();
-        let mut first = op_events.first().map_or(0, Vec::len);
-        for (unit_strings, events) in per_unit_strings.zip(op_events.iter().skip(1)) {
-            let remap: Vec<u32> = unit_strings.values.into_iter().map(|v| strings.intern(v)).collect();
-            let local = |id: u32| if id == NO_STR { id } else { remap[id as usize] };
-            for op in &mut ops[first..first + events.len()] {
-                (op.region_path, op.source) = (local(op.region_path), local(op.source));
-            }
-            first += events.len();
-        }
+        let (mut ops, mut strings) = self.make_ops(capture, pool_ids, &roles, &module_windows, &chunk_base, &op_events, &mut clock);
         drop(op_events);
-        // Ops come a line at a time: a device is looked up when it changes.
-        let mut last_device = None;
-        for op in &ops {
-            if last_device != Some(op.device) {
-                last_device = Some(op.device);
-                if let Err(k) = self.devices.binary_search(&op.device) {
-                    self.devices.insert(k, op.device);
-                }
-            }
-        }
+        self.note_devices(&ops);
 
         // Steps → op step numbers.
         let known_steps: Vec<&Step> = self.host_steps.values().chain(self.device_steps.iter()).collect();
@@ -386,6 +256,180 @@ impl Deriver {
         let Totals { op_totals, gap_totals, event_totals, line_steps } = totals;
         let handed = beside.map(|ops| Handed { ops, gaps: gaps_handed });
         (PartDerived { strings, ops, carried_ops, op_totals, gaps, gap_totals, collectives, event_totals, line_steps, chunk_base }, handed)
+    }
+
+    /// Notes the hosts whose device planes hold ops (their host events with `hlo_op` are then
+    /// launches, not ops).
+    fn note_hosts_with_device_ops(&mut self, capture: &Capture, roles: &LineRoles) {
+        for &host in &capture.meta.hosts_with_device_ops {
+            self.note_device_ops(host);
+        }
+        // Most lines hold neither device ops nor modules: their events are not looked at.
+        'chunks: for chunk in &capture.chunks {
+            for (line, events) in chunk.line_runs() {
+                let plane = &capture.planes[capture.lines[line as usize].plane as usize];
+                if roles.device_op[line as usize] && plane.kind == PlaneKind::Device && events.clone().any(|i| is_op_event(capture, roles, chunk, i)) {
+                    self.note_device_ops(plane.host);
+                    continue 'chunks;
+                }
+            }
+        }
+    }
+
+    /// Module windows per plane, (start, end, module, program id) in start order, from
+    /// `XLA Modules` lines: TPU ops carry no `hlo_module`.
+    fn module_windows(&mut self, capture: &Capture, roles: &LineRoles) -> HashMap<u32, Vec<(i64, i64, u32, i64)>> {
+        let mut module_windows: HashMap<u32, Vec<(i64, i64, u32, i64)>> = HashMap::new();
+        let mut name_cache: HashMap<u32, (u32, i64)> = HashMap::new();
+        for chunk in &capture.chunks {
+            for i in chunk.line_runs().filter(|(line, _)| roles.modules[*line as usize]).flat_map(|(_, events)| events) {
+                let line = &capture.lines[chunk.line[i] as usize];
+                let (module, pid) = *name_cache.entry(chunk.name[i]).or_insert_with(|| {
+                    let (m, p) = parse_module_event(capture.str(chunk.name[i]).unwrap_or(""));
+                    (capture.strings.lookup(m).unwrap_or(NO_STR), p.unwrap_or(NULL_I64))
+                });
+                module_windows.entry(line.plane).or_default().push((chunk.start_ns[i], chunk.start_ns[i] + chunk.dur_ns[i], module, pid));
+            }
+        }
+        for w in module_windows.values_mut() {
+            w.sort_unstable_by_key(|x| x.0);
+        }
+        // In a window of a group, ops can run in modules that began in an earlier window
+        // (whose module events all started before this window's).
+        if capture.window.is_some() {
+            for (plane, w) in module_windows.drain() {
+                self.windows.module_windows.entry(plane).or_default().extend(w);
+            }
+            module_windows = self.windows.module_windows.iter().map(|(plane, w)| (*plane, w.clone())).collect();
+        }
+        module_windows
+    }
+
+    /// Joins the part's steps to the run's; returns the index of its first device step.
+    fn fold_steps(&mut self, capture: &Capture, roles: &LineRoles) -> usize {
+        // The outermost annotation of a host step wins.
+        let (part_host_steps, part_device_steps) = collect_steps(capture, roles);
+        for s in part_host_steps {
+            let key = (s.host, s.step);
+            if self.host_steps.get(&key).is_none_or(|old| s.end_ns - s.start_ns > old.end_ns - old.start_ns) {
+                self.host_steps.insert(key, s);
+            }
+        }
+        let first_new_device_step = self.device_steps.len();
+        self.device_steps.extend(part_device_steps);
+        first_new_device_step
+    }
+
+    /// The part's op events, (chunk index, event index), a list per unit of events.
+    fn op_events(&self, capture: &Capture, roles: &LineRoles) -> Vec<Vec<(u32, u32)>> {
+        // Ops, a unit of events per worker (a CPU capture's busiest thread can be most of a
+        // part's events): their events are found first, so that every unit fills its own
+        // slice of one vector; strings made for each unit then join the first unit's.
+        let hosts_with_device_ops = &self.hosts_with_device_ops;
+        // What makes an event of each line an op: its line's plane kind, and for host lines
+        // whether the host's device planes hold the ops instead.
+        let line_kinds: Vec<(PlaneKind, bool)> = capture
+            .lines
+            .iter()
+            .map(|line| {
+                let plane = &capture.planes[line.plane as usize];
+                (plane.kind, hosts_with_device_ops.contains(&plane.host))
+            })
+            .collect();
+        let units = event_units(capture);
+        // Each unit's op events: (chunk index, event index).
+        let line_kinds = &line_kinds;
+        crate::work_queue::map_in_order(units.iter().collect(), |runs| {
+            let mut found = Vec::new();
+            for (ci, range) in runs {
+                let chunk = &capture.chunks[*ci];
+                found.extend(
+                    range
+                        .clone()
+                        .filter(|&i| match line_kinds[chunk.line[i] as usize] {
+                            (PlaneKind::Device, _) => is_op_event(capture, roles, chunk, i),
+                            (PlaneKind::Host, launches_only) => !launches_only && chunk.hlo_op.is_set(i),
+                            (PlaneKind::Other, _) => false,
+                        })
+                        .map(|i| (*ci as u32, i as u32)),
+                );
+            }
+            found
+        })
+    }
+
+    /// The ops of `op_events`, made on the workers a unit each, and the strings they name.
+    #[allow(clippy::too_many_arguments)]
+    fn make_ops(
+        &mut self,
+        capture: &Capture,
+        pool_ids: &PoolIds,
+        roles: &LineRoles,
+        module_windows: &HashMap<u32, Vec<(i64, i64, u32, i64)>>,
+        chunk_base: &[i64],
+        op_events: &[Vec<(u32, u32)>],
+        clock: &mut std::time::Instant,
+    ) -> (Vec<Op>, LocalStrings) {
+        // The rows are written once, in place, by the workers that make them: no default rows
+        // written (and their fresh pages faulted in) on this thread first.
+        let op_count = op_events.iter().map(Vec::len).sum();
+        let mut ops: Vec<Op> = Vec::with_capacity(op_count);
+        let per_unit_strings: Vec<LocalStrings> = {
+            let mut rest = &mut ops.spare_capacity_mut()[..op_count];
+            let mut work = Vec::new();
+            for events in op_events {
+                let (slots, tail) = std::mem::take(&mut rest).split_at_mut(events.len());
+                rest = tail;
+                work.push((slots, events));
+            }
+            let launches = LaunchScopes::of(capture);
+            let placements = crate::tables::command_buffers::place_buffered_kernels(capture, &roles.device_op, &mut self.windows.graph_walks);
+            if capture.window.is_none_or(|w| w.last) {
+                self.windows.graph_walks.clear();
+            }
+            let context = OpContext { capture, ids: pool_ids, roles, module_windows, launches: &launches };
+            let placements = &placements;
+            crate::work_queue::map_in_order(work, |(slots, events): (&mut [std::mem::MaybeUninit<Op>], &Vec<(u32, u32)>)| {
+                let mut caches = OpCaches::default();
+                for (slot, &(ci, i)) in slots.iter_mut().zip(events) {
+                    let (ci, i) = (ci as usize, i as usize);
+                    let placed = placements.get(ci, i);
+                    slot.write(make_op(&context, &mut caches, ci, i, chunk_base[ci], placed));
+                }
+                caches.strings
+            })
+        };
+        // SAFETY: the units' slices split `0..op_count` among them without a gap, and each
+        // unit's worker wrote every slot of its slice (zipped with as many events); a worker
+        // that panicked raised its panic in `map_in_order` above, before this line.
+        unsafe { ops.set_len(op_count) };
+        crate::timing::stage_done("    derive: ops made", clock);
+        let mut per_unit_strings = per_unit_strings.into_iter();
+        let mut strings = per_unit_strings.next().unwrap_or_default();
+        let mut first = op_events.first().map_or(0, Vec::len);
+        for (unit_strings, events) in per_unit_strings.zip(op_events.iter().skip(1)) {
+            let remap: Vec<u32> = unit_strings.values.into_iter().map(|v| strings.intern(v)).collect();
+            let local = |id: u32| if id == NO_STR { id } else { remap[id as usize] };
+            for op in &mut ops[first..first + events.len()] {
+                (op.region_path, op.source) = (local(op.region_path), local(op.source));
+            }
+            first += events.len();
+        }
+        (ops, strings)
+    }
+
+    /// Adds the devices of `ops` to the run's, sorted.
+    fn note_devices(&mut self, ops: &[Op]) {
+        // Ops come a line at a time: a device is looked up when it changes.
+        let mut last_device = None;
+        for op in ops {
+            if last_device != Some(op.device) {
+                last_device = Some(op.device);
+                if let Err(k) = self.devices.binary_search(&op.device) {
+                    self.devices.insert(k, op.device);
+                }
+            }
+        }
     }
 
     /// What the part's final ops give (gaps, totals, collectives, step activity, regions,

@@ -1,7 +1,11 @@
 //! Device ops: which events are ops, and an op's identity, HLO instruction, category, scope
 //! and launch, each decided once per distinct value and reused.
 
-use super::*;
+use super::{
+    collective_kind_of_name, collective_kind_of_opcode, is_device_work_category, is_stall_name, scope_of, Capture, EventChunk, FxHashMap, HashMap, HloInstr,
+    Label, LocalStrings, Op, OptionalF64, PlaneKind, StringPool, NO_PARENT, NO_STR, NULL_I64,
+};
+use crate::model::names::{is_async_line, is_device_op_line};
 
 /// What an op's identity (program, module, candidate names) decides, worked out once per
 /// identity: ops repeat a few hundred distinct instructions many times.
@@ -246,7 +250,7 @@ impl LineRoles {
             modules: each(|n| n == "XLA Modules"),
             steps: each(|n| n == "Steps"),
             async_ops: each(|n| n.contains("Async")),
-            async_spans: each(|n| n.starts_with("Async")),
+            async_spans: each(is_async_line),
         }
     }
 }

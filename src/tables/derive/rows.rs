@@ -1,7 +1,7 @@
 //! The rows derivation makes: ops, steps, collectives, regions and gaps, held in pool ids
 //! and small labels so that passes over millions of them read few bytes.
 
-use super::*;
+use super::FxHashMap;
 
 /// A text out of the fixed set ops are labelled with (category, pass, collective kind), held
 /// as one byte: the op rows are ~180 K on a 40 MB capture and every pass over them reads

@@ -1,11 +1,6 @@
-//! The naming rules: which lines hold device ops, an op's collective kind (from its opcode, or
+//! The naming rules of ops: an op's collective kind (from its opcode, or
 //! from whole words of its name), stall words, canonical names and set-up ops. The SQL
 //! functions of the same names call these ([`crate::engine::functions`]).
-
-/// Device-op lines: TPU `XLA Ops` / `Async XLA Ops`, GPU `Stream #N(...)`, Kineto `stream N`.
-pub fn is_device_op_line(name: &str) -> bool {
-    name == "XLA Ops" || name == "Async XLA Ops" || name.starts_with("Stream #") || name.to_ascii_lowercase().starts_with("stream ")
-}
 
 /// Kineto categories that are device work (others on stream lines are annotations).
 pub(super) fn is_device_work_category(cat: Option<&str>) -> bool {

@@ -1,6 +1,6 @@
 //! Steps: host step annotations and device `Steps` lines, and each op's step.
 
-use super::*;
+use super::{BTreeMap, Capture, HashMap, LineRoles, Op, PlaneKind, Step, NO_STR, NULL_I64};
 
 /// Steps of the events in `capture`: host step annotations (the outermost event per (host,
 /// step) carrying step_num) and device `Steps` lines.

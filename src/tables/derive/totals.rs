@@ -1,7 +1,7 @@
 //! Summed rows: per (line, name) event totals, per op and per gap totals and per (line,
 //! step) activity, so that analyses read sums instead of every event.
 
-use super::*;
+use super::{Capture, FxHashMap, Gap, Label, Op, NULL_I64};
 
 /// Spans (events or ops) summed: how many, their summed duration and self time, the earliest
 /// start and the latest end.

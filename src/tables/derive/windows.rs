@@ -2,7 +2,10 @@
 //! totals folded across windows, so that a part derived window by window gives the rows
 //! the whole part gives.
 
-use super::*;
+use super::{
+    op_at, BTreeMap, CollectiveCarry, EventTotal, FxHashMap, GapCarry, GapTotal, HashMap, Intervals, Label, LineStep, LineStepKey, LocalStrings, Op, OpTotal,
+    Totals, NO_STR,
+};
 
 /// The state a window of a group of planes ([`crate::model::TimeWindow`]) leaves to the
 /// next: what an op or gap there needs of the ops before it.

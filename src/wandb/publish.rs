@@ -113,7 +113,7 @@ fn run_client(spec: &Value) -> Result<Value, String> {
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("failed");
-        return Err(format!("W&B publish: {}", super::one_line(last)));
+        return Err(format!("W&B publish: {}", crate::remote::one_line(last)));
     }
     let printed = String::from_utf8_lossy(&out.stdout);
     let last = printed.lines().rev().find(|l| l.starts_with('{')).unwrap_or("{}");
@@ -123,7 +123,7 @@ fn run_client(spec: &Value) -> Result<Value, String> {
 /// Now in UTC as `YYYYmmdd-HHMMSS`.
 fn utc_stamp() -> String {
     // `YYYY-mm-ddTHH:MM:SS…Z` → `YYYYmmdd-HHMMSS`.
-    let iso = crate::compare::track::now_utc();
+    let iso = crate::timing::now_utc();
     let digits: String = iso.chars().take(19).filter(char::is_ascii_digit).collect();
     format!("{}-{}", &digits[..8], &digits[8..14])
 }

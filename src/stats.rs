@@ -1,11 +1,23 @@
-//! Noise-aware step-time comparison: a bootstrap confidence interval of the difference of
-//! medians and a Mann-Whitney U rank test, both deterministic (fixed-seed resampling).
+//! Statistics over step times: numpy-style quantiles, and the noise-aware comparison of two
+//! samples (a bootstrap confidence interval of the difference of medians and a Mann-Whitney
+//! U rank test, both deterministic: fixed-seed resampling) with its verdict.
 
 use serde_json::{json, Value};
 
+/// numpy's default (linear) quantile: position (n-1)·q between sorted values.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let pos = (sorted.len() - 1) as f64 * q;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
-    crate::summary::steps::quantile(v, 0.5).unwrap_or(f64::NAN)
+    quantile(v, 0.5).unwrap_or(f64::NAN)
 }
 
 /// xorshift64*: a small deterministic generator, so the same inputs give the same interval.
@@ -40,7 +52,7 @@ pub fn bootstrap_median_delta(before: &[f64], after: &[f64]) -> (f64, f64) {
         deltas.push(median(&mut a) - median(&mut b));
     }
     deltas.sort_by(|x, y| x.total_cmp(y));
-    (crate::summary::steps::quantile(&deltas, 0.025).unwrap(), crate::summary::steps::quantile(&deltas, 0.975).unwrap())
+    (quantile(&deltas, 0.025).unwrap(), quantile(&deltas, 0.975).unwrap())
 }
 
 /// Two-sided p-value of the Mann-Whitney U test (normal approximation with tie correction).

@@ -72,7 +72,7 @@ pub fn fetch_run(target: &RunTarget) -> Result<WandbRun, String> {
     let key = std::env::var("WANDB_API_KEY").map_err(|_| "W&B: set WANDB_API_KEY to read run targets".to_string())?;
     let url = format!("{}/graphql", base_url());
     let body = json!({"query": RUN_QUERY, "variables": {"entity": target.entity, "project": target.project, "name": target.run_id}});
-    let answer: Value = super::block_on(async move {
+    let answer: Value = crate::remote::block_on(async move {
         let response = reqwest::Client::new()
             .post(&url)
             .basic_auth("api", Some(key))
@@ -80,11 +80,11 @@ pub fn fetch_run(target: &RunTarget) -> Result<WandbRun, String> {
             .body(body.to_string())
             .send()
             .await
-            .map_err(|e| format!("W&B {url}: {}", super::one_line(&e.to_string())))?;
+            .map_err(|e| format!("W&B {url}: {}", crate::remote::one_line(&e.to_string())))?;
         let status = response.status();
         let text = response.text().await.map_err(|e| format!("W&B {url}: {e}"))?;
         if !status.is_success() {
-            return Err(format!("W&B {url}: HTTP {status}: {}", super::one_line(&text)));
+            return Err(format!("W&B {url}: HTTP {status}: {}", crate::remote::one_line(&text)));
         }
         serde_json::from_str(&text).map_err(|e| format!("W&B {url}: not JSON: {e}"))
     })?;

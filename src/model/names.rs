@@ -1,0 +1,21 @@
+//! Naming rules that both the decoders and the tables read off a line's or an
+//! instruction's name: which lines hold device ops, which lines hold async spans, and the
+//! name XLA gives an instruction's GPU kernel. The SQL functions of the same names call
+//! these ([`crate::engine::functions`]).
+
+/// Device-op lines: TPU `XLA Ops` / `Async XLA Ops`, GPU `Stream #N(...)`, Kineto `stream N`.
+pub fn is_device_op_line(name: &str) -> bool {
+    name == "XLA Ops" || name == "Async XLA Ops" || name.starts_with("Stream #") || name.to_ascii_lowercase().starts_with("stream ")
+}
+
+/// Lines of async spans (TPU `Async XLA Ops`): an async op's span runs from its start to its
+/// done while other ops execute, so it is not device time of its own.
+pub fn is_async_line(name: &str) -> bool {
+    name.starts_with("Async")
+}
+
+/// The name XLA gives an instruction's GPU kernel when it differs from the instruction's: `.`
+/// spelled `_` (`gemm_fusion_dot.11` runs as `gemm_fusion_dot_11`).
+pub fn kernel_alias(instruction: &str) -> Option<String> {
+    instruction.contains('.').then(|| instruction.replace('.', "_"))
+}
