@@ -247,7 +247,10 @@ impl PartSink for StagingSink<'_> {
     }
     fn identified(&mut self, trace_sha256: &str) -> Result<(), String> {
         if !self.force {
-            if let Some(existing) = find_by_sha(self.location, trace_sha256)? {
+            let mut clock = std::time::Instant::now();
+            let existing = find_by_sha(self.location, trace_sha256)?;
+            crate::timing::stage_done("store lookup by sha256", &mut clock);
+            if let Some(existing) = existing {
                 self.already_present = Some(existing);
                 return Err("already present".into());
             }

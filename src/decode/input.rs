@@ -13,6 +13,8 @@ pub fn kind_of_file(p: &Path) -> Option<SourceKind> {
         Some(SourceKind::XPlane)
     } else if n.ends_with(".json") || n.ends_with(".json.gz") {
         Some(SourceKind::TraceJson)
+    } else if n.ends_with(".sqlite") {
+        Some(SourceKind::Nsys)
     } else {
         None
     }
@@ -20,7 +22,7 @@ pub fn kind_of_file(p: &Path) -> Option<SourceKind> {
 
 pub(super) fn host_of_file(p: &Path) -> String {
     let n = file_name(p);
-    for suffix in [".xplane.pb", ".trace.json.gz", ".trace.json", ".json.gz", ".json"] {
+    for suffix in [".xplane.pb", ".trace.json.gz", ".trace.json", ".json.gz", ".json", ".sqlite"] {
         if let Some(stem) = n.strip_suffix(suffix) {
             return stem.to_string();
         }
@@ -99,8 +101,15 @@ pub(super) fn log_dir_name(session: &Path) -> String {
 pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
     let meta = std::fs::metadata(input).map_err(|e| input_err(input, format!("cannot open: {e}")))?;
     if meta.is_file() {
-        let kind =
-            kind_of_file(input).or_else(|| sniff_kind(input)).ok_or_else(|| input_err(input, "not a profile: expected *.xplane.pb, *.json or *.json.gz"))?;
+        if file_name(input).ends_with(".nsys-rep") || file_name(input).ends_with(".qdrep") {
+            return Err(input_err(
+                input,
+                format!("an Nsight Systems report, which profq reads once exported: `{} {}`", super::nsys::EXPORT_HINT, input.display()),
+            ));
+        }
+        let kind = kind_of_file(input)
+            .or_else(|| sniff_kind(input))
+            .ok_or_else(|| input_err(input, "not a profile: expected *.xplane.pb, *.json, *.json.gz or an Nsight Systems *.sqlite export"))?;
         let hint = match log_dir_name(input.parent().unwrap_or(Path::new(""))) {
             n if input.components().any(|c| c.as_os_str() == "plugins") => n,
             _ => host_of_file(input),
@@ -168,6 +177,9 @@ pub(super) fn sniff_kind(p: &Path) -> Option<SourceKind> {
     let head = &head[..n];
     if head.starts_with(&[0x1f, 0x8b]) {
         return Some(SourceKind::TraceJson);
+    }
+    if super::nsys::is_sqlite(head) {
+        return Some(SourceKind::Nsys);
     }
     match head.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') | Some(b'[') => Some(SourceKind::TraceJson),

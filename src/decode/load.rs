@@ -2,8 +2,8 @@
 //! into a [`PartSink`] (an ingest's writers, an analysis's tables, or one whole [`Capture`]).
 
 use super::{
-    file_name, hlo, input_err, part_bytes, trace_json, wire, xplane, ArgsKept, Capture, Digest, File, InputError, LoadError, Path, PlaneKind, Read, Resolved,
-    Sha256, SourceFile, SourceKind, SMALL_PART_EVENTS,
+    file_name, hlo, input_err, nsys, part_bytes, trace_json, wire, xplane, ArgsKept, Capture, Digest, File, InputError, LoadError, Path, PlaneKind, Read,
+    Resolved, Sha256, SourceFile, SourceKind, SMALL_PART_EVENTS,
 };
 
 /// What loading produced besides the capture.
@@ -172,6 +172,7 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
     capture.meta.quality_warnings.extend(resolved.notes.iter().cloned());
     capture.meta.source_format = match files.first().map(|f| f.kind) {
         Some(SourceKind::XPlane) => "xplane",
+        Some(SourceKind::Nsys) => "nsys",
         _ => "trace_json",
     };
     // HLO side files first: ops need their instructions when their part is derived.
@@ -283,6 +284,10 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
                         load_json(f, &mut capture)?;
                         hand_over(&mut capture)?;
                     }
+                    SourceKind::Nsys => {
+                        nsys::decode_nsys(&f.path, &f.host, &mut capture).map_err(|e| input_err(&f.path, e))?;
+                        hand_over(&mut capture)?;
+                    }
                 }
                 let mut done = progress.get();
                 done.files_done += 1;
@@ -325,7 +330,7 @@ pub(super) fn run_digest(files: &[SourceFile], xplane_maps: &[memmap2::Mmap]) ->
     for f in files {
         let digest = match f.kind {
             SourceKind::XPlane => sha256_map(maps.next().expect("one map per XPlane")),
-            SourceKind::TraceJson => sha256_file(&f.path)?,
+            SourceKind::TraceJson | SourceKind::Nsys => sha256_file(&f.path)?,
         };
         digests.push((file_name(&f.path), digest));
     }

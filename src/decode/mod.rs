@@ -1,16 +1,19 @@
 //! Decode: profile files and directories → one [`Capture`] per run.
 //!
 //! An INPUT is a profile log directory (`<log_dir>/.../plugins/profile/<timestamp>/`), a
-//! session directory, an `*.xplane.pb`, or a trace JSON (`.json`, `.json.gz`). All hosts'
+//! session directory, an `*.xplane.pb`, a trace JSON (`.json`, `.json.gz`), or an Nsight
+//! Systems SQLite export (`.sqlite`). All hosts'
 //! files of one session form one run. XPlane is preferred; when it is missing or cannot be
 //! decoded the session's trace JSON is used and the reason goes into the run's warnings.
 //!
 //! [`input`] resolves an INPUT to the run's files; [`load`] maps, hashes and decodes them part
-//! by part into a [`PartSink`]; `wire`, `xplane`, `hlo` and `trace_json` read each format.
+//! by part into a [`PartSink`]; `wire`, `xplane`, `hlo`, `trace_json` and `nsys` read each
+//! format.
 
 pub mod hlo;
 mod input;
 mod load;
+pub mod nsys;
 pub mod trace_json;
 pub mod wire;
 pub mod xplane;
@@ -28,6 +31,8 @@ use std::path::{Path, PathBuf};
 pub enum SourceKind {
     XPlane,
     TraceJson,
+    /// Nsight Systems' SQLite export.
+    Nsys,
 }
 
 #[derive(Debug, Clone)]

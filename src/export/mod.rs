@@ -309,7 +309,21 @@ async fn read_events(a: &Analyst<'_>, params: &[(&str, String)], strings: &mut S
     for b in &got {
         let c = Cols::of(
             b,
-            &["event_id", "line_id", "start_ns", "dur_ns", "op_start_ns", "op_dur_ns", "correlation_id", "program_id", "step", "self_ns", "bytes", "overlapped_ns", "exposed_ns"],
+            &[
+                "event_id",
+                "line_id",
+                "start_ns",
+                "dur_ns",
+                "op_start_ns",
+                "op_dur_ns",
+                "correlation_id",
+                "program_id",
+                "step",
+                "self_ns",
+                "bytes",
+                "overlapped_ns",
+                "exposed_ns",
+            ],
             &["flops", "bytes_accessed"],
             &["is_op", "is_async"],
         );

@@ -1,6 +1,6 @@
-//! Naming rules that both the decoders and the tables read off a line's or an
-//! instruction's name: which lines hold device ops, which lines hold async spans, and the
-//! name XLA gives an instruction's GPU kernel. The SQL functions of the same names call
+//! Naming rules that both the decoders and the tables read off a line's, an event's or an
+//! instruction's name: which lines hold device ops, which lines hold async spans, the step a
+//! PyTorch step marker names, and the name XLA gives an instruction's GPU kernel. The SQL functions of the same names call
 //! these ([`crate::engine::functions`]).
 
 /// Device-op lines: TPU `XLA Ops` / `Async XLA Ops`, GPU `Stream #N(...)`, Kineto `stream N`.
@@ -18,4 +18,10 @@ pub fn is_async_line(name: &str) -> bool {
 /// spelled `_` (`gemm_fusion_dot.11` runs as `gemm_fusion_dot_11`).
 pub fn kernel_alias(instruction: &str) -> Option<String> {
     instruction.contains('.').then(|| instruction.replace('.', "_"))
+}
+
+/// The step PyTorch's profiler marks: `ProfilerStep#<N>` (what `prof.step()` records, and
+/// the NVTX range it opens).
+pub fn profiler_step(name: &str) -> Option<i64> {
+    name.strip_prefix("ProfilerStep#")?.parse().ok()
 }

@@ -146,7 +146,11 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
     let run_batches = a.sql_batches(&run_statement(run_id)).await?;
     let run = rows(&run_batches).into_iter().next().ok_or_else(|| QueryError(format!("no run {run_id:?}")))?;
     let overview = a.rows("trace_overview", &[]).await?.into_iter().next().unwrap_or_default();
-    let source_format = if run.text("source_format").as_deref() == Some("xplane") { "xplane_pb" } else { "perfetto_trace_json" };
+    let source_format = match run.text("source_format").as_deref() {
+        Some("xplane") => "xplane_pb",
+        Some("nsys") => "nsys_sqlite",
+        _ => "perfetto_trace_json",
+    };
     let device_kinds = list_texts(&run_batches, "device_kinds");
     let (step_time, profq_steps) = step_section(&a, opts).await?;
     let collectives = a.rows("collectives_by_kind", &[]).await?;

@@ -595,8 +595,7 @@ pub(super) fn close_b(c: &mut EventChunk, pool: &mut StringPool, line: u32, open
 pub(super) fn push(c: &mut EventChunk, pool: &mut StringPool, line: u32, (name, cat): (u32, u32), (ts, dur): (i64, i64), keys: &[u32], values: &[String]) {
     let i = c.push_event(line, name, NO_STR, cat, ts, dur);
     let capacity = c.capacity();
-    // PyTorch's profiler marks each step as `ProfilerStep#<N>` (what `prof.step()` records).
-    if let Some(n) = pool.get(name).and_then(|n| n.strip_prefix("ProfilerStep#")).and_then(|n| n.parse().ok()) {
+    if let Some(n) = pool.get(name).and_then(crate::model::names::profiler_step) {
         c.step.set(i, capacity, n);
     }
     for (&key, value) in keys.iter().zip(values) {

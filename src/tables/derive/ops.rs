@@ -285,7 +285,8 @@ impl LaunchScopes {
         if runtime == NO_STR && driver == NO_STR {
             return scopes;
         }
-        let (annotation, cpu_op) = (id("user_annotation"), id("cpu_op"));
+        // Nsight Systems' NVTX ranges are scopes as `record_function`'s are.
+        let (annotation, nvtx, cpu_op) = (id("user_annotation"), id("nvtx"), id("cpu_op"));
         // Where each chunk's events start among the part's events (what `parent` counts in).
         let starts = chunk_bases(capture, 0);
         let locate = |pos: u32| {
@@ -312,7 +313,7 @@ impl LaunchScopes {
                     if step == NULL_I64 {
                         step = c.step.get(j);
                     }
-                    if category == annotation && !name.starts_with("ProfilerStep#") {
+                    if (category == annotation || (category == nvtx && nvtx != NO_STR)) && !name.starts_with("ProfilerStep#") {
                         pieces.push(name);
                     } else if category == cpu_op {
                         match name.strip_prefix("autograd::engine::evaluate_function: ") {

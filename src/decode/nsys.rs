@@ -1,0 +1,489 @@
+//! Nsight Systems' SQLite export (`nsys export --type sqlite`) → [`Capture`].
+//!
+//! The export is read read-only with the SQLite rusqlite bundles, a table at a time, each in
+//! start order. It maps onto the same planes and lines as a Kineto trace, so that every rule
+//! downstream reads it as it reads PyTorch's:
+//! * each GPU (`deviceId`) is a device plane `/device:GPU:<id>` with a line `stream <id>` per
+//!   CUDA stream; kernels (`CUPTI_ACTIVITY_KIND_KERNEL`, named by their demangled name, shown
+//!   by their short name), memory copies and memsets are its events, with categories
+//!   `kernel`, `gpu_memcpy` and `gpu_memset`, and their `correlationId`;
+//! * each process is a host plane named `<process> (pid N)`, with a line per thread
+//!   (`ThreadNames`); CUDA runtime calls (`CUPTI_ACTIVITY_KIND_RUNTIME`, category
+//!   `cuda_runtime`) carry the correlation id that links a launch to its kernel (made unique
+//!   across processes: `pid · 2³² + correlationId`), NVTX push/pop
+//!   and start/end ranges (`NVTX_EVENTS`, category `nvtx`) nest as on the timeline, and
+//!   synchronizations (`CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`, category `cuda_sync`) are waits
+//!   on a line `CUDA synchronization` of their process;
+//! * times are the export's ns, made relative to the earliest event.
+//!
+//! An NVTX range's name is its text less the per-call suffixes PyTorch's `emit_nvtx` appends
+//! (`, op_id = 3`, `, seq = 7`, `, sizes = […]`), so that ranges of one op share one name; the
+//! full text stays in the `text` arg.
+
+use crate::model::names::profiler_step;
+use crate::model::{Capture, EventChunk, Line, Plane, PlaneKind, LOCAL_TAG, NO_STR};
+use rusqlite::{Connection, OpenFlags};
+use rustc_hash::FxHashMap as HashMap;
+use std::path::Path;
+
+/// The command that turns a raw report into what profq reads.
+pub const EXPORT_HINT: &str = "nsys export --type sqlite";
+
+/// NVTX event types kept: push/pop ranges and start/end ranges (`ENUM_NSYS_EVENT_TYPE`).
+const NVTX_PUSH_POP: i64 = 59;
+const NVTX_START_END: i64 = 60;
+
+/// The line of a process's synchronizations (the export gives their process, not a thread).
+const SYNC_LINE: &str = "CUDA synchronization";
+
+/// Whether the bytes a file starts with are an SQLite database's.
+pub fn is_sqlite(head: &[u8]) -> bool {
+    head.starts_with(b"SQLite format 3\0")
+}
+
+/// Decodes the export at `path` into `capture`, as host `host`.
+pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(), String> {
+    let mut clock = std::time::Instant::now();
+    let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| format!("cannot open as SQLite: {e}"))?;
+    let tables = table_names(&db)?;
+    if !tables.iter().any(|t| t == "META_DATA_EXPORT" || t.starts_with("CUPTI_ACTIVITY_KIND_")) {
+        return Err(format!("not an Nsight Systems export: an SQLite database without its tables (make one with `{EXPORT_HINT} REPORT`)"));
+    }
+    let mut reader = Reader::new(&db, host, capture)?;
+    for (table, category) in
+        [("CUPTI_ACTIVITY_KIND_KERNEL", "kernel"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy"), ("CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset")]
+    {
+        if tables.iter().any(|t| t == table) {
+            reader.device_work(table, category)?;
+        }
+    }
+    if tables.iter().any(|t| t == "CUPTI_ACTIVITY_KIND_RUNTIME") {
+        reader.runtime_calls()?;
+    }
+    if tables.iter().any(|t| t == "NVTX_EVENTS") {
+        reader.nvtx_ranges()?;
+    }
+    if tables.iter().any(|t| t == "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") {
+        reader.synchronizations()?;
+    }
+    let device_kinds =
+        if tables.iter().any(|t| t == "TARGET_INFO_GPU") { texts(&db, "SELECT DISTINCT name FROM TARGET_INFO_GPU ORDER BY id")? } else { Vec::new() };
+    let session_start = if tables.iter().any(|t| t == "TARGET_INFO_SESSION_START_TIME") {
+        db.query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME", [], |r| r.get::<_, Option<i64>>(0)).ok().flatten()
+    } else {
+        None
+    };
+    crate::timing::stage_done("  nsys: read", &mut clock);
+    let gpus = !reader.device_planes.is_empty();
+    let Reader { mut chunk, total, .. } = reader;
+
+    // Relative times: the run starts at the earliest event.
+    let min_ts = chunk.start_ns.iter().copied().min().unwrap_or(0);
+    for s in chunk.start_ns.iter_mut() {
+        *s -= min_ts;
+    }
+    if capture.meta.start_epoch_ns.is_none() {
+        capture.meta.start_epoch_ns = session_start;
+    }
+    // CUPTI's tables are NVIDIA's: an export without TARGET_INFO_GPU still ran on NVIDIA GPUs.
+    let device_kinds = if device_kinds.is_empty() && gpus { vec!["NVIDIA GPU".to_string()] } else { device_kinds };
+    for k in device_kinds {
+        if !capture.meta.device_kinds.contains(&k) {
+            capture.meta.device_kinds.push(k);
+        }
+    }
+    if !chunk.step.values().iter().any(|&s| s != crate::model::NULL_I64) {
+        capture.meta.quality_warnings.push("no NVTX range marks a step (`ProfilerStep#N`): the export has no steps".into());
+    }
+    capture.meta.num_events_total += total;
+    capture.meta.num_complete_events += chunk.len() as i64;
+    chunk.merge_strings_into(&mut capture.strings);
+    chunk.sort_within_lines();
+    chunk.compute_nesting();
+    crate::timing::stage_done("  nsys: sort and nesting", &mut clock);
+    capture.chunks.push(chunk);
+    Ok(())
+}
+
+fn table_names(db: &Connection) -> Result<Vec<String>, String> {
+    texts(db, "SELECT name FROM sqlite_master WHERE type = 'table'")
+}
+
+/// The first column of every row of `sql`, as text.
+fn texts(db: &Connection, sql: &str) -> Result<Vec<String>, String> {
+    let mut stmt = db.prepare(sql).map_err(sql_error)?;
+    let rows = stmt.query_map([], |r| r.get::<_, Option<String>>(0)).map_err(sql_error)?;
+    rows.filter_map(|r| r.map_err(sql_error).transpose()).collect()
+}
+
+fn sql_error(e: rusqlite::Error) -> String {
+    format!("unreadable Nsight Systems export: {e}")
+}
+
+/// A thread's or process's parts of a `globalTid`: nsys packs the pid in bits 24..48 and the
+/// tid in bits 0..24 (`globalPid` is the `globalTid` of tid 0).
+fn pid_of(global_tid: i64) -> i64 {
+    (global_tid >> 24) & 0xFF_FFFF
+}
+
+fn tid_of(global_tid: i64) -> i64 {
+    global_tid & 0xFF_FFFF
+}
+
+fn global_pid_of(global_tid: i64) -> i64 {
+    global_tid & !0xFF_FFFF
+}
+
+/// An NVTX text less the per-call suffixes of PyTorch's `emit_nvtx` (see the module).
+pub fn nvtx_name(text: &str) -> &str {
+    [", op_id = ", ", seq = ", ", sizes = ", ", input_op_ids = "].iter().filter_map(|s| text.find(s)).min().map_or(text, |cut| &text[..cut])
+}
+
+/// The readers of the export's tables, and the planes and lines they add.
+struct Reader<'a> {
+    db: &'a Connection,
+    capture: &'a mut Capture,
+    host: u32,
+    chunk: EventChunk,
+    /// Text of each `StringIds` id, as chunk-local string ids.
+    strings: HashMap<i64, u32>,
+    /// Device plane per `deviceId`; line per (`deviceId`, `streamId`).
+    device_planes: HashMap<i64, u32>,
+    stream_lines: HashMap<(i64, i64), u32>,
+    /// Host plane per `globalPid`; line per `globalTid` (and per process for its syncs).
+    process_planes: HashMap<i64, u32>,
+    thread_lines: HashMap<i64, u32>,
+    process_names: HashMap<i64, String>,
+    thread_names: HashMap<i64, i64>,
+    /// Rows read, kept or not.
+    total: i64,
+    keys: Keys,
+}
+
+/// Arg keys, interned once.
+struct Keys {
+    bytes: u32,
+    text: u32,
+    stream: u32,
+    grid: u32,
+    block: u32,
+}
+
+impl<'a> Reader<'a> {
+    fn new(db: &'a Connection, host: &str, capture: &'a mut Capture) -> Result<Self, String> {
+        let host_id = capture.strings.intern(host);
+        if !capture.meta.hosts.iter().any(|h| h == host) {
+            capture.meta.hosts.push(host.to_string());
+        }
+        let mut chunk = EventChunk::new();
+        let mut strings = HashMap::default();
+        let tables = table_names(db)?;
+        if tables.iter().any(|t| t == "StringIds") {
+            let mut stmt = db.prepare("SELECT id, value FROM StringIds").map_err(sql_error)?;
+            let mut rows = stmt.query([]).map_err(sql_error)?;
+            while let Some(r) = rows.next().map_err(sql_error)? {
+                let (id, value): (i64, Option<String>) = (r.get(0).map_err(sql_error)?, r.get(1).map_err(sql_error)?);
+                strings.insert(id, chunk.local(value.as_deref().unwrap_or("")));
+            }
+        }
+        let mut process_names = HashMap::default();
+        if tables.iter().any(|t| t == "PROCESSES") {
+            let mut stmt = db.prepare("SELECT globalPid, name FROM PROCESSES").map_err(sql_error)?;
+            let mut rows = stmt.query([]).map_err(sql_error)?;
+            while let Some(r) = rows.next().map_err(sql_error)? {
+                let (pid, name): (i64, Option<String>) = (r.get(0).map_err(sql_error)?, r.get(1).map_err(sql_error)?);
+                process_names.insert(pid, name.unwrap_or_default());
+            }
+        }
+        let mut thread_names = HashMap::default();
+        if tables.iter().any(|t| t == "ThreadNames") {
+            let mut stmt = db.prepare("SELECT globalTid, nameId FROM ThreadNames").map_err(sql_error)?;
+            let mut rows = stmt.query([]).map_err(sql_error)?;
+            while let Some(r) = rows.next().map_err(sql_error)? {
+                thread_names.insert(r.get(0).map_err(sql_error)?, r.get(1).map_err(sql_error)?);
+            }
+        }
+        let mut key = |k: &str| chunk.local(k);
+        let keys = Keys { bytes: key("bytes"), text: key("text"), stream: key("stream"), grid: key("grid"), block: key("block") };
+        Ok(Reader {
+            db,
+            capture,
+            host: host_id,
+            chunk,
+            strings,
+            device_planes: HashMap::default(),
+            stream_lines: HashMap::default(),
+            process_planes: HashMap::default(),
+            thread_lines: HashMap::default(),
+            process_names,
+            thread_names,
+            total: 0,
+            keys,
+        })
+    }
+
+    /// A `StringIds` text (chunk-local), or `fallback` where the id names none.
+    fn string(&mut self, id: Option<i64>, fallback: &str) -> u32 {
+        match id.and_then(|id| self.strings.get(&id)) {
+            Some(&s) => s,
+            None => self.chunk.local(fallback),
+        }
+    }
+
+    /// The text of a chunk-local string id.
+    fn local_text(&self, id: u32) -> String {
+        self.chunk.local_strings.get(id & !LOCAL_TAG).unwrap_or("").to_string()
+    }
+
+    fn add_plane(&mut self, name: &str, kind: PlaneKind, device: &str) -> u32 {
+        let plane = self.capture.planes.len() as u32;
+        let (name, device) = (self.capture.strings.intern(name), if device.is_empty() { NO_STR } else { self.capture.strings.intern(device) });
+        self.capture.planes.push(Plane { host: self.host, name, kind, device });
+        plane
+    }
+
+    fn add_line(&mut self, plane: u32, line_id: i64, name: &str) -> u32 {
+        let line = self.capture.lines.len() as u32;
+        let name = self.capture.strings.intern(name);
+        self.capture.lines.push(Line { plane, line_id, name });
+        line
+    }
+
+    /// The line of stream `stream` of GPU `device`.
+    fn stream_line(&mut self, device: i64, stream: i64) -> u32 {
+        if let Some(&line) = self.stream_lines.get(&(device, stream)) {
+            return line;
+        }
+        let plane = match self.device_planes.get(&device) {
+            Some(&p) => p,
+            None => {
+                let p = self.add_plane(&format!("/device:GPU:{device}"), PlaneKind::Device, &format!("GPU:{device}"));
+                self.device_planes.insert(device, p);
+                p
+            }
+        };
+        let line = self.add_line(plane, stream, &format!("stream {stream}"));
+        self.stream_lines.insert((device, stream), line);
+        line
+    }
+
+    /// The host plane of process `global_pid`.
+    fn process_plane(&mut self, global_pid: i64) -> u32 {
+        if let Some(&p) = self.process_planes.get(&global_pid) {
+            return p;
+        }
+        let pid = pid_of(global_pid);
+        let name = match self.process_names.get(&global_pid).filter(|n| !n.is_empty()) {
+            Some(n) => format!("{n} (pid {pid})"),
+            None => format!("pid {pid}"),
+        };
+        let p = self.add_plane(&name, PlaneKind::Host, "");
+        self.process_planes.insert(global_pid, p);
+        p
+    }
+
+    /// The line of thread `global_tid` (named by `ThreadNames`).
+    fn thread_line(&mut self, global_tid: i64) -> u32 {
+        if let Some(&line) = self.thread_lines.get(&global_tid) {
+            return line;
+        }
+        let plane = self.process_plane(global_pid_of(global_tid));
+        let name = match self.thread_names.get(&global_tid).and_then(|id| self.strings.get(id)) {
+            Some(&s) => self.local_text(s),
+            None => format!("tid {}", tid_of(global_tid)),
+        };
+        let line = self.add_line(plane, tid_of(global_tid), &name);
+        self.thread_lines.insert(global_tid, line);
+        line
+    }
+
+    /// The line of process `global_pid`'s synchronizations.
+    fn sync_line(&mut self, global_pid: i64) -> u32 {
+        // Keyed apart from every thread: a globalTid's low 24 bits are never all set.
+        let key = global_pid | 0xFF_FFFF;
+        if let Some(&line) = self.thread_lines.get(&key) {
+            return line;
+        }
+        let plane = self.process_plane(global_pid);
+        let line = self.add_line(plane, -1, SYNC_LINE);
+        self.thread_lines.insert(key, line);
+        line
+    }
+
+    /// Sets event `i`'s correlation id: CUPTI's `correlationId` counts per process, so it is
+    /// made unique across the export's processes as `pid · 2³² + correlationId`.
+    fn correlation(&mut self, i: usize, global_pid: i64, correlation: Option<i64>) {
+        if let Some(c) = correlation {
+            let capacity = self.chunk.capacity();
+            self.chunk.correlation_id.set(i, capacity, (pid_of(global_pid) << 32) | (c & 0xFFFF_FFFF));
+        }
+    }
+
+    /// Kernels, memcpys or memsets of `table`: events on their GPU's stream lines.
+    fn device_work(&mut self, table: &str, category: &str) -> Result<(), String> {
+        let columns = match category {
+            "kernel" => "start, end, deviceId, streamId, correlationId, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, NULL, globalPid",
+            "gpu_memcpy" => "start, end, deviceId, streamId, correlationId, copyKind, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes, globalPid",
+            _ => "start, end, deviceId, streamId, correlationId, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes, globalPid",
+        };
+        let db = self.db;
+        let mut stmt = db.prepare(&format!("SELECT {columns} FROM {table} ORDER BY start")).map_err(sql_error)?;
+        let mut rows = stmt.query([]).map_err(sql_error)?;
+        let category = self.chunk.local(category);
+        while let Some(r) = rows.next().map_err(sql_error)? {
+            self.total += 1;
+            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
+            let (Some(start), Some(end)) = (get(0)?, get(1)?) else { continue };
+            let line = self.stream_line(get(2)?.unwrap_or(0), get(3)?.unwrap_or(0));
+            let (name, display) = match table {
+                "CUPTI_ACTIVITY_KIND_KERNEL" => {
+                    let short = self.string(get(6)?, "kernel");
+                    (self.string(get(5)?, "kernel"), short)
+                }
+                "CUPTI_ACTIVITY_KIND_MEMCPY" => (self.chunk.local(&format!("Memcpy {}", copy_kind(get(5)?))), NO_STR),
+                _ => (self.chunk.local("Memset"), NO_STR),
+            };
+            let i = self.chunk.push_event(line, name, display, category, start, end - start);
+            self.correlation(i, get(14)?.unwrap_or(0), get(4)?);
+            self.chunk.push_arg(self.keys.stream, &get(3)?.unwrap_or(0).to_string());
+            if let (Some(x), Some(y), Some(z)) = (get(7)?, get(8)?, get(9)?) {
+                self.chunk.push_arg(self.keys.grid, &format!("[{x}, {y}, {z}]"));
+            }
+            if let (Some(x), Some(y), Some(z)) = (get(10)?, get(11)?, get(12)?) {
+                self.chunk.push_arg(self.keys.block, &format!("[{x}, {y}, {z}]"));
+            }
+            if let Some(bytes) = get(13)? {
+                self.chunk.push_arg(self.keys.bytes, &bytes.to_string());
+            }
+            self.chunk.end_args();
+        }
+        Ok(())
+    }
+
+    /// CUDA runtime calls: events on their thread's line, linked to their work by correlation.
+    fn runtime_calls(&mut self) -> Result<(), String> {
+        let db = self.db;
+        let mut stmt = db.prepare("SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start").map_err(sql_error)?;
+        let mut rows = stmt.query([]).map_err(sql_error)?;
+        let category = self.chunk.local("cuda_runtime");
+        while let Some(r) = rows.next().map_err(sql_error)? {
+            self.total += 1;
+            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
+            let (Some(start), Some(end), Some(tid)) = (get(0)?, get(1)?, get(2)?) else { continue };
+            let line = self.thread_line(tid);
+            let name = self.string(get(4)?, "CUDA runtime call");
+            let i = self.chunk.push_event(line, name, NO_STR, category, start, end - start);
+            self.correlation(i, global_pid_of(tid), get(3)?);
+            self.chunk.end_args();
+        }
+        Ok(())
+    }
+
+    /// NVTX push/pop and start/end ranges, on the thread that opened them.
+    fn nvtx_ranges(&mut self) -> Result<(), String> {
+        let db = self.db;
+        let mut stmt = db.prepare("SELECT start, end, globalTid, eventType, text, textId FROM NVTX_EVENTS ORDER BY start").map_err(sql_error)?;
+        let mut rows = stmt.query([]).map_err(sql_error)?;
+        let category = self.chunk.local("nvtx");
+        while let Some(r) = rows.next().map_err(sql_error)? {
+            self.total += 1;
+            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
+            let kind = get(3)?;
+            let (Some(start), Some(end), Some(tid)) = (get(0)?, get(1)?, get(2)?) else { continue };
+            if kind != Some(NVTX_PUSH_POP) && kind != Some(NVTX_START_END) {
+                continue;
+            }
+            let text: Option<String> = r.get(4).map_err(sql_error)?;
+            let text = match text {
+                Some(t) => t,
+                None => {
+                    let id = self.string(get(5)?, "");
+                    self.local_text(id)
+                }
+            };
+            let line = self.thread_line(tid);
+            let name = self.chunk.local(nvtx_name(&text));
+            let i = self.chunk.push_event(line, name, NO_STR, category, start, end - start);
+            if let Some(step) = profiler_step(nvtx_name(&text)) {
+                let capacity = self.chunk.capacity();
+                self.chunk.step.set(i, capacity, step);
+            }
+            if nvtx_name(&text).len() != text.len() {
+                self.chunk.push_arg(self.keys.text, &text);
+            }
+            self.chunk.end_args();
+        }
+        Ok(())
+    }
+
+    /// Synchronizations: the host waiting on a stream, an event or the device.
+    fn synchronizations(&mut self) -> Result<(), String> {
+        let db = self.db;
+        let mut stmt =
+            db.prepare("SELECT start, end, globalPid, correlationId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start").map_err(sql_error)?;
+        let mut rows = stmt.query([]).map_err(sql_error)?;
+        let category = self.chunk.local("cuda_sync");
+        while let Some(r) = rows.next().map_err(sql_error)? {
+            self.total += 1;
+            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
+            let (Some(start), Some(end), Some(pid)) = (get(0)?, get(1)?, get(2)?) else { continue };
+            let line = self.sync_line(pid);
+            let name = self.chunk.local(&format!("Synchronization wait ({})", sync_kind(get(4)?)));
+            let i = self.chunk.push_event(line, name, NO_STR, category, start, end - start);
+            self.correlation(i, pid, get(3)?);
+            self.chunk.end_args();
+        }
+        Ok(())
+    }
+}
+
+/// A memcpy's direction by CUPTI's `copyKind` (`ENUM_CUDA_MEMCPY_OPER`), spelled as the
+/// transfer rules read it.
+fn copy_kind(kind: Option<i64>) -> &'static str {
+    match kind {
+        Some(1) => "HtoD",
+        Some(2) => "DtoH",
+        Some(3) => "HtoA",
+        Some(4) => "AtoH",
+        Some(5) => "AtoA",
+        Some(6) => "AtoD",
+        Some(7) => "DtoA",
+        Some(8) => "DtoD",
+        Some(9) => "HtoH",
+        Some(10) => "PtoP",
+        Some(11) => "HtoD (unified)",
+        Some(12) => "DtoH (unified)",
+        Some(13) => "DtoD (unified)",
+        _ => "unknown",
+    }
+}
+
+/// A synchronization's kind by CUPTI's `syncType` (`ENUM_CUPTI_SYNC_TYPE`).
+fn sync_kind(kind: Option<i64>) -> &'static str {
+    match kind {
+        Some(1) => "event",
+        Some(2) => "stream wait event",
+        Some(3) => "stream",
+        Some(4) => "context",
+        _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{global_pid_of, nvtx_name, pid_of, tid_of};
+
+    #[test]
+    fn pytorch_nvtx_suffixes_are_not_names() {
+        assert_eq!(nvtx_name("aten::mul, op_id = 322567"), "aten::mul");
+        assert_eq!(nvtx_name("aten::addmm, seq = 7, op_id = 12, sizes = [[2, 3]]"), "aten::addmm");
+        assert_eq!(nvtx_name("train_step"), "train_step");
+    }
+
+    #[test]
+    fn global_thread_ids() {
+        let tid = (1 << 56) | (466 << 24) | 467;
+        assert_eq!((pid_of(tid), tid_of(tid), global_pid_of(tid)), (466, 467, (1 << 56) | (466 << 24)));
+    }
+}
