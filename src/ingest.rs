@@ -88,7 +88,14 @@ pub fn resolve(input: &Path) -> Result<decode::Resolved, IngestError> {
 }
 
 /// The run of `location` holding a trace with this sha256, if any: one query over `runs`.
+/// A local store without committed runs holds none: no SQL session is built for it (the
+/// first ingest into a store, and every benchmark round).
 pub fn find_by_sha(location: &Location, sha: &str) -> Result<Option<String>, String> {
+    if let Location::Local(root) = location {
+        if crate::store::Store::open(root).run_ids().is_empty() {
+            return Ok(None);
+        }
+    }
     remote::block_on(async {
         let engine = crate::engine::Engine::open_with(location, crate::engine::Spread::Narrow).await.map_err(|e| e.to_string())?;
         let sql = format!("SELECT run_id FROM runs WHERE trace_sha256 = '{}' ORDER BY run_id LIMIT 1", sha.replace('\'', "''"));
