@@ -1,7 +1,7 @@
 //! profq: a columnar analytics engine for ML training profiles.
 //!
 //! The pipeline, one module per stage:
-//! * [`decode`]: XPlane / trace JSON files → [`model::Capture`] (zero-copy, parallel);
+//! * [`decode`]: XPlane / trace JSON / Nsight Systems files → [`model::Capture`];
 //! * [`tables`]: Capture → Arrow tables (runs, events, ops, regions, steps, collectives),
 //!   whose contract lives in [`tables::schema`];
 //! * [`store`]: tables → hive-partitioned Parquet dataset, committed atomically;
@@ -15,11 +15,13 @@
 //! * [`wandb`]: W&B runs as inputs, and summaries published to W&B;
 //! * [`source`]: a run to analyse, from a store or decoded in memory;
 //! * [`intervals`]: interval unions, shared by the derivation and the SQL aggregate;
-//! * [`process`]: how the process treats memory and its exit (the binary's tuning);
+//! * [`stats`]: quantiles and the noise test of step times (summary, compare, trends);
+//! * [`process`]: how the process treats memory and its exit (the binary's tuning), and
+//!   the names by which a writer's leftovers are told from a live writer's;
 //! * [`error`]: the error every command ends with, and its kind (one exit code each).
 //!
 //! The `profq` binary (`src/main.rs`, `src/cli/`) only parses arguments, calls these and
-//! prints.
+//! prints. Imports point down the pipeline, never round a circle (`tests/architecture.rs`).
 
 #[cfg(feature = "engine")]
 pub mod compare;

@@ -1,7 +1,10 @@
-//! Process tuning: how the `profq` process treats memory, signals and its exit. None of it
-//! changes an output; all of it is off with `PROFQ_PLAIN_PROCESS=1` (the allocator's own
-//! defaults, huge pages as the system sets them, a normal exit), the first thing to try
-//! when profq behaves oddly on an unusual system.
+//! The `profq` process: how it treats memory, signals and its exit (its tuning), and how
+//! what it writes is named so that another process can tell it has died ([`writer_name`],
+//! [`process_gone`]: the store's staging, the mirror's partial copies, a bucket's lock).
+//!
+//! None of the tuning changes an output; all of it is off with `PROFQ_PLAIN_PROCESS=1` (the
+//! allocator's own defaults, huge pages as the system sets them, a normal exit), the first
+//! thing to try when profq behaves oddly on an unusual system.
 //!
 //! * **Freed memory.** On a VM every page first touched costs its zeroing, so memory freed
 //!   and taken again soon should stay with the process, and memory freed for good should go
@@ -183,22 +186,6 @@ fn is_reporting_balloon(device: &str, features: &str) -> bool {
     device.trim() == BALLOON && features.trim().as_bytes().get(REPORTING_BIT) == Some(&b'1')
 }
 
-#[cfg(test)]
-mod tests {
-    use super::is_reporting_balloon;
-
-    #[test]
-    fn a_balloon_reports_free_pages_by_feature_bit_5() {
-        // A Firecracker balloon's sysfs text, and variations of it.
-        let reporting = "0110010100000000000000000000000010000000\n";
-        assert!(is_reporting_balloon("0x0005\n", reporting));
-        assert!(!is_reporting_balloon("0x0005\n", "0110000100000000000000000000000010000000\n"));
-        assert!(!is_reporting_balloon("0x0002\n", reporting), "a block device");
-        assert!(!is_reporting_balloon("0x0005", "0110"), "too few bits");
-        assert!(!is_reporting_balloon("", ""));
-    }
-}
-
 /// A name for what this process writes now, unique to it and the moment: its pid, then the
 /// wall clock in ns. What a killed writer left is told by the pid ([`writer_pid`]).
 pub fn writer_name() -> String {
@@ -213,4 +200,20 @@ pub fn writer_pid(name: &str) -> Option<u32> {
 /// Whether process `pid` of this host has ended (this one never has).
 pub fn process_gone(pid: u32) -> bool {
     pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_reporting_balloon;
+
+    #[test]
+    fn a_balloon_reports_free_pages_by_feature_bit_5() {
+        // A Firecracker balloon's sysfs text, and variations of it.
+        let reporting = "0110010100000000000000000000000010000000\n";
+        assert!(is_reporting_balloon("0x0005\n", reporting));
+        assert!(!is_reporting_balloon("0x0005\n", "0110000100000000000000000000000010000000\n"));
+        assert!(!is_reporting_balloon("0x0002\n", reporting), "a block device");
+        assert!(!is_reporting_balloon("0x0005", "0110"), "too few bits");
+        assert!(!is_reporting_balloon("", ""));
+    }
 }

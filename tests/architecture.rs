@@ -451,7 +451,7 @@ fn cited_source_paths(text: &str) -> Vec<String> {
         let at = from + p;
         from = at + 4;
         let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| path_char(c) && c != '.' || c == '.') {
+        if before.is_some_and(path_char) {
             continue;
         }
         let path: String = text[at..].chars().take_while(|&c| path_char(c)).collect();

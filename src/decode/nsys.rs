@@ -117,6 +117,16 @@ fn texts(db: &Connection, sql: &str) -> Result<Vec<String>, String> {
     rows.filter_map(|r| r.map_err(sql_error).transpose()).collect()
 }
 
+/// The first two columns of every row of `sql`; none when the export has no `table`.
+fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(db: &Connection, tables: &[String], table: &str, sql: &str) -> Result<Vec<(A, B)>, String> {
+    if !tables.iter().any(|t| t == table) {
+        return Ok(Vec::new());
+    }
+    let mut stmt = db.prepare(sql).map_err(sql_error)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(sql_error)?;
+    rows.map(|r| r.map_err(sql_error)).collect()
+}
+
 fn sql_error(e: rusqlite::Error) -> String {
     format!("unreadable Nsight Systems export: {e}")
 }
@@ -177,33 +187,16 @@ impl<'a> Reader<'a> {
             capture.meta.hosts.push(host.to_string());
         }
         let mut chunk = EventChunk::new();
-        let mut strings = HashMap::default();
         let tables = table_names(db)?;
-        if tables.iter().any(|t| t == "StringIds") {
-            let mut stmt = db.prepare("SELECT id, value FROM StringIds").map_err(sql_error)?;
-            let mut rows = stmt.query([]).map_err(sql_error)?;
-            while let Some(r) = rows.next().map_err(sql_error)? {
-                let (id, value): (i64, Option<String>) = (r.get(0).map_err(sql_error)?, r.get(1).map_err(sql_error)?);
-                strings.insert(id, chunk.local(value.as_deref().unwrap_or("")));
-            }
-        }
-        let mut process_names = HashMap::default();
-        if tables.iter().any(|t| t == "PROCESSES") {
-            let mut stmt = db.prepare("SELECT globalPid, name FROM PROCESSES").map_err(sql_error)?;
-            let mut rows = stmt.query([]).map_err(sql_error)?;
-            while let Some(r) = rows.next().map_err(sql_error)? {
-                let (pid, name): (i64, Option<String>) = (r.get(0).map_err(sql_error)?, r.get(1).map_err(sql_error)?);
-                process_names.insert(pid, name.unwrap_or_default());
-            }
-        }
-        let mut thread_names = HashMap::default();
-        if tables.iter().any(|t| t == "ThreadNames") {
-            let mut stmt = db.prepare("SELECT globalTid, nameId FROM ThreadNames").map_err(sql_error)?;
-            let mut rows = stmt.query([]).map_err(sql_error)?;
-            while let Some(r) = rows.next().map_err(sql_error)? {
-                thread_names.insert(r.get(0).map_err(sql_error)?, r.get(1).map_err(sql_error)?);
-            }
-        }
+        let strings = pairs::<i64, Option<String>>(db, &tables, "StringIds", "SELECT id, value FROM StringIds")?
+            .into_iter()
+            .map(|(id, value)| (id, chunk.local(value.as_deref().unwrap_or(""))))
+            .collect();
+        let process_names = pairs::<i64, Option<String>>(db, &tables, "PROCESSES", "SELECT globalPid, name FROM PROCESSES")?
+            .into_iter()
+            .map(|(pid, name)| (pid, name.unwrap_or_default()))
+            .collect();
+        let thread_names = pairs::<i64, i64>(db, &tables, "ThreadNames", "SELECT globalTid, nameId FROM ThreadNames")?.into_iter().collect();
         let mut key = |k: &str| chunk.local(k);
         let keys = Keys { bytes: key("bytes"), text: key("text"), stream: key("stream"), grid: key("grid"), block: key("block") };
         Ok(Reader {
@@ -320,121 +313,123 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Calls `each` on every row of `sql`, counting the rows in [`Reader::total`].
+    fn for_each_row(&mut self, sql: &str, mut each: impl FnMut(&mut Self, Cells) -> Result<(), String>) -> Result<(), String> {
+        let db = self.db;
+        let mut stmt = db.prepare(sql).map_err(sql_error)?;
+        let mut rows = stmt.query([]).map_err(sql_error)?;
+        while let Some(r) = rows.next().map_err(sql_error)? {
+            self.total += 1;
+            each(self, Cells(r))?;
+        }
+        Ok(())
+    }
+
     /// Kernels, memcpys or memsets of `table`: events on their GPU's stream lines.
     fn device_work(&mut self, table: &str, category: &str) -> Result<(), String> {
         let columns = match category {
-            "kernel" => "start, end, deviceId, streamId, correlationId, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, NULL, globalPid",
-            "gpu_memcpy" => "start, end, deviceId, streamId, correlationId, copyKind, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes, globalPid",
-            _ => "start, end, deviceId, streamId, correlationId, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes, globalPid",
+            "kernel" => "start, end, deviceId, streamId, correlationId, globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, NULL",
+            "gpu_memcpy" => "start, end, deviceId, streamId, correlationId, globalPid, copyKind, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes",
+            _ => "start, end, deviceId, streamId, correlationId, globalPid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes",
         };
-        let db = self.db;
-        let mut stmt = db.prepare(&format!("SELECT {columns} FROM {table} ORDER BY start")).map_err(sql_error)?;
-        let mut rows = stmt.query([]).map_err(sql_error)?;
         let category = self.chunk.local(category);
-        while let Some(r) = rows.next().map_err(sql_error)? {
-            self.total += 1;
-            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
-            let (Some(start), Some(end)) = (get(0)?, get(1)?) else { continue };
-            let line = self.stream_line(get(2)?.unwrap_or(0), get(3)?.unwrap_or(0));
+        self.for_each_row(&format!("SELECT {columns} FROM {table} ORDER BY start"), |me, r| {
+            let (Some(start), Some(end)) = (r.int(0)?, r.int(1)?) else { return Ok(()) };
+            let stream = r.int(3)?.unwrap_or(0);
+            let line = me.stream_line(r.int(2)?.unwrap_or(0), stream);
             let (name, display) = match table {
                 "CUPTI_ACTIVITY_KIND_KERNEL" => {
-                    let short = self.string(get(6)?, "kernel");
-                    (self.string(get(5)?, "kernel"), short)
+                    let short = me.string(r.int(7)?, "kernel");
+                    (me.string(r.int(6)?, "kernel"), short)
                 }
-                "CUPTI_ACTIVITY_KIND_MEMCPY" => (self.chunk.local(&format!("Memcpy {}", copy_kind(get(5)?))), NO_STR),
-                _ => (self.chunk.local("Memset"), NO_STR),
+                "CUPTI_ACTIVITY_KIND_MEMCPY" => (me.chunk.local(&format!("Memcpy {}", copy_kind(r.int(6)?))), NO_STR),
+                _ => (me.chunk.local("Memset"), NO_STR),
             };
-            let i = self.chunk.push_event(line, name, display, category, start, end - start);
-            self.correlation(i, get(14)?.unwrap_or(0), get(4)?);
-            self.chunk.push_arg(self.keys.stream, &get(3)?.unwrap_or(0).to_string());
-            if let (Some(x), Some(y), Some(z)) = (get(7)?, get(8)?, get(9)?) {
-                self.chunk.push_arg(self.keys.grid, &format!("[{x}, {y}, {z}]"));
+            let i = me.chunk.push_event(line, name, display, category, start, end - start);
+            me.correlation(i, r.int(5)?.unwrap_or(0), r.int(4)?);
+            me.chunk.push_arg(me.keys.stream, &stream.to_string());
+            for (key, at) in [(me.keys.grid, 8), (me.keys.block, 11)] {
+                if let (Some(x), Some(y), Some(z)) = (r.int(at)?, r.int(at + 1)?, r.int(at + 2)?) {
+                    me.chunk.push_arg(key, &format!("[{x}, {y}, {z}]"));
+                }
             }
-            if let (Some(x), Some(y), Some(z)) = (get(10)?, get(11)?, get(12)?) {
-                self.chunk.push_arg(self.keys.block, &format!("[{x}, {y}, {z}]"));
+            if let Some(bytes) = r.int(14)? {
+                me.chunk.push_arg(me.keys.bytes, &bytes.to_string());
             }
-            if let Some(bytes) = get(13)? {
-                self.chunk.push_arg(self.keys.bytes, &bytes.to_string());
-            }
-            self.chunk.end_args();
-        }
-        Ok(())
+            me.chunk.end_args();
+            Ok(())
+        })
     }
 
     /// CUDA runtime calls: events on their thread's line, linked to their work by correlation.
     fn runtime_calls(&mut self) -> Result<(), String> {
-        let db = self.db;
-        let mut stmt = db.prepare("SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start").map_err(sql_error)?;
-        let mut rows = stmt.query([]).map_err(sql_error)?;
         let category = self.chunk.local("cuda_runtime");
-        while let Some(r) = rows.next().map_err(sql_error)? {
-            self.total += 1;
-            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
-            let (Some(start), Some(end), Some(tid)) = (get(0)?, get(1)?, get(2)?) else { continue };
-            let line = self.thread_line(tid);
-            let name = self.string(get(4)?, "CUDA runtime call");
-            let i = self.chunk.push_event(line, name, NO_STR, category, start, end - start);
-            self.correlation(i, global_pid_of(tid), get(3)?);
-            self.chunk.end_args();
-        }
-        Ok(())
+        self.for_each_row("SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start", |me, r| {
+            let (Some(start), Some(end), Some(tid)) = (r.int(0)?, r.int(1)?, r.int(2)?) else { return Ok(()) };
+            let line = me.thread_line(tid);
+            let name = me.string(r.int(4)?, "CUDA runtime call");
+            let i = me.chunk.push_event(line, name, NO_STR, category, start, end - start);
+            me.correlation(i, global_pid_of(tid), r.int(3)?);
+            me.chunk.end_args();
+            Ok(())
+        })
     }
 
     /// NVTX push/pop and start/end ranges, on the thread that opened them.
     fn nvtx_ranges(&mut self) -> Result<(), String> {
-        let db = self.db;
-        let mut stmt = db.prepare("SELECT start, end, globalTid, eventType, text, textId FROM NVTX_EVENTS ORDER BY start").map_err(sql_error)?;
-        let mut rows = stmt.query([]).map_err(sql_error)?;
         let category = self.chunk.local("nvtx");
-        while let Some(r) = rows.next().map_err(sql_error)? {
-            self.total += 1;
-            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
-            let kind = get(3)?;
-            let (Some(start), Some(end), Some(tid)) = (get(0)?, get(1)?, get(2)?) else { continue };
-            if kind != Some(NVTX_PUSH_POP) && kind != Some(NVTX_START_END) {
-                continue;
+        self.for_each_row("SELECT start, end, globalTid, eventType, text, textId FROM NVTX_EVENTS ORDER BY start", |me, r| {
+            let (Some(start), Some(end), Some(tid)) = (r.int(0)?, r.int(1)?, r.int(2)?) else { return Ok(()) };
+            if !matches!(r.int(3)?, Some(NVTX_PUSH_POP | NVTX_START_END)) {
+                return Ok(());
             }
-            let text: Option<String> = r.get(4).map_err(sql_error)?;
-            let text = match text {
+            let text = match r.text(4)? {
                 Some(t) => t,
                 None => {
-                    let id = self.string(get(5)?, "");
-                    self.local_text(id)
+                    let id = me.string(r.int(5)?, "");
+                    me.local_text(id)
                 }
             };
-            let line = self.thread_line(tid);
-            let name = self.chunk.local(nvtx_name(&text));
-            let i = self.chunk.push_event(line, name, NO_STR, category, start, end - start);
-            if let Some(step) = profiler_step(nvtx_name(&text)) {
-                let capacity = self.chunk.capacity();
-                self.chunk.step.set(i, capacity, step);
+            let line = me.thread_line(tid);
+            let name = nvtx_name(&text);
+            let name_id = me.chunk.local(name);
+            let i = me.chunk.push_event(line, name_id, NO_STR, category, start, end - start);
+            if let Some(step) = profiler_step(name) {
+                let capacity = me.chunk.capacity();
+                me.chunk.step.set(i, capacity, step);
             }
-            if nvtx_name(&text).len() != text.len() {
-                self.chunk.push_arg(self.keys.text, &text);
+            if name.len() != text.len() {
+                me.chunk.push_arg(me.keys.text, &text);
             }
-            self.chunk.end_args();
-        }
-        Ok(())
+            me.chunk.end_args();
+            Ok(())
+        })
     }
 
     /// Synchronizations: the host waiting on a stream, an event or the device.
     fn synchronizations(&mut self) -> Result<(), String> {
-        let db = self.db;
-        let mut stmt =
-            db.prepare("SELECT start, end, globalPid, correlationId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start").map_err(sql_error)?;
-        let mut rows = stmt.query([]).map_err(sql_error)?;
         let category = self.chunk.local("cuda_sync");
-        while let Some(r) = rows.next().map_err(sql_error)? {
-            self.total += 1;
-            let get = |k: usize| r.get::<_, Option<i64>>(k).map_err(sql_error);
-            let (Some(start), Some(end), Some(pid)) = (get(0)?, get(1)?, get(2)?) else { continue };
-            let line = self.sync_line(pid);
-            let name = self.chunk.local(&format!("Synchronization wait ({})", sync_kind(get(4)?)));
-            let i = self.chunk.push_event(line, name, NO_STR, category, start, end - start);
-            self.correlation(i, pid, get(3)?);
-            self.chunk.end_args();
-        }
-        Ok(())
+        self.for_each_row("SELECT start, end, globalPid, correlationId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start", |me, r| {
+            let (Some(start), Some(end), Some(pid)) = (r.int(0)?, r.int(1)?, r.int(2)?) else { return Ok(()) };
+            let line = me.sync_line(pid);
+            let name = me.chunk.local(&format!("Synchronization wait ({})", sync_kind(r.int(4)?)));
+            let i = me.chunk.push_event(line, name, NO_STR, category, start, end - start);
+            me.correlation(i, pid, r.int(3)?);
+            me.chunk.end_args();
+            Ok(())
+        })
+    }
+}
+
+/// A row's cells by column index.
+struct Cells<'r, 's>(&'r rusqlite::Row<'s>);
+
+impl Cells<'_, '_> {
+    fn int(&self, k: usize) -> Result<Option<i64>, String> {
+        self.0.get(k).map_err(sql_error)
+    }
+    fn text(&self, k: usize) -> Result<Option<String>, String> {
+        self.0.get(k).map_err(sql_error)
     }
 }
 
