@@ -141,3 +141,47 @@ fn a_raw_report_names_the_export_command() {
     assert!(stderr(&o).contains("nsys export --type sqlite"), "{}", stderr(&o));
     assert_eq!(stderr(&o).trim().lines().count(), 1, "one line: {}", stderr(&o));
 }
+
+/// A tiny export written with SQLite itself, in nsys's schema: two NVTX `step N` ranges on a
+/// thread, each launching one kernel. The steps are the run's, and each kernel is in the step
+/// its launch ran in.
+#[test]
+fn nvtx_ranges_that_mark_steps_are_steps() {
+    let dir = temp_dir("nsys-steps");
+    let path = dir.join("steps.sqlite");
+    let db = Connection::open(&path).unwrap();
+    let tid: i64 = (7 << 24) | 8;
+    db.execute_batch(&format!(
+        "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
+         INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_NAME', 'NVIDIA Nsight Systems');
+         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+         INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void gemm<float>(float*)'), (3, 'gemm'), (4, 'main');
+         CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+         INSERT INTO PROCESSES VALUES ({pid}, 7, 'python3');
+         CREATE TABLE ThreadNames (nameId INTEGER, priority INTEGER, globalTid INTEGER);
+         INSERT INTO ThreadNames VALUES (4, 0, {tid});
+         CREATE TABLE NVTX_EVENTS (start INTEGER, \"end\" INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER, textId INTEGER);
+         INSERT INTO NVTX_EVENTS VALUES (1000, 5000, 59, 'step 1', {tid}, NULL), (6000, 9000, 59, 'step 2', {tid}, NULL), (1100, 1200, 34, 'a mark', {tid}, NULL);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, \"end\" INTEGER, eventClass INTEGER, globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1500, 1600, 0, {tid}, 11, 1), (6500, 6600, 0, {tid}, 12, 1);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, \"end\" INTEGER, deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+           demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1700, 4000, 0, 7, 11, {pid}, 2, 3, 1, 1, 1, 32, 1, 1), (6700, 8000, 0, 7, 12, {pid}, 2, 3, 1, 1, 1, 32, 1, 1);",
+        pid = 7_i64 << 24
+    ))
+    .unwrap();
+    drop(db);
+    let store = dir.join("store");
+    ingest(&store, &path, "steps");
+    let ops = sql(
+        &store,
+        "SELECT step, CAST(hlo_op AS VARCHAR) AS op, CAST(name AS VARCHAR) AS name, CAST(region_path AS VARCHAR) AS region FROM ops ORDER BY start_ns",
+    );
+    let got: Vec<(i64, &str, &str)> = ops.iter().map(|r| (as_i64(&r["step"]), as_str(&r["op"]), as_str(&r["name"]))).collect();
+    assert_eq!(got, [(1, "gemm", "void gemm<float>(float*)"), (2, "gemm", "void gemm<float>(float*)")]);
+    assert_eq!(ops[0]["region"], serde_json::Value::Null, "a range marking a step is no scope");
+    let steps = sql(&store, "SELECT count(DISTINCT step) AS n FROM steps");
+    assert_eq!(as_i64(&steps[0]["n"]), 2);
+    let marks = sql(&store, "SELECT count(*) AS n FROM events WHERE category = 'nvtx'");
+    assert_eq!(as_i64(&marks[0]["n"]), 2, "marks are not ranges");
+}

@@ -18,9 +18,9 @@
 //!
 //! An NVTX range's name is its text less the per-call suffixes PyTorch's `emit_nvtx` appends
 //! (`, op_id = 3`, `, seq = 7`, `, sizes = […]`), so that ranges of one op share one name; the
-//! full text stays in the `text` arg.
+//! full text stays in the `text` arg. A range that marks a step ([`step_marked`]) carries it.
 
-use crate::model::names::profiler_step;
+use crate::model::names::step_marked;
 use crate::model::{Capture, EventChunk, Line, Plane, PlaneKind, LOCAL_TAG, NO_STR};
 use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap as HashMap;
@@ -94,7 +94,7 @@ pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(),
         }
     }
     if !chunk.step.values().iter().any(|&s| s != crate::model::NULL_I64) {
-        capture.meta.quality_warnings.push("no NVTX range marks a step (`ProfilerStep#N`): the export has no steps".into());
+        capture.meta.quality_warnings.push("no NVTX range marks a step (`ProfilerStep#N`, `step N`): the export has no steps".into());
     }
     capture.meta.num_events_total += total;
     capture.meta.num_complete_events += chunk.len() as i64;
@@ -394,7 +394,7 @@ impl<'a> Reader<'a> {
             let name = nvtx_name(&text);
             let name_id = me.chunk.local(name);
             let i = me.chunk.push_event(line, name_id, NO_STR, category, start, end - start);
-            if let Some(step) = profiler_step(name) {
+            if let Some(step) = step_marked(name) {
                 let capacity = me.chunk.capacity();
                 me.chunk.step.set(i, capacity, step);
             }
@@ -468,6 +468,23 @@ fn sync_kind(kind: Option<i64>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::{global_pid_of, nvtx_name, pid_of, tid_of};
+    use crate::model::names::step_marked;
+
+    #[test]
+    fn ranges_that_mark_steps() {
+        for (name, step) in [
+            ("ProfilerStep#12", Some(12)),
+            ("step 3", Some(3)),
+            ("Step_4", Some(4)),
+            ("STEP #5", Some(5)),
+            ("step", None),
+            ("steps 3", None),
+            ("step3x", None),
+            ("train_step 3", None),
+        ] {
+            assert_eq!(step_marked(name), step, "{name}");
+        }
+    }
 
     #[test]
     fn pytorch_nvtx_suffixes_are_not_names() {

@@ -25,3 +25,14 @@ pub fn kernel_alias(instruction: &str) -> Option<String> {
 pub fn profiler_step(name: &str) -> Option<i64> {
     name.strip_prefix("ProfilerStep#")?.parse().ok()
 }
+
+/// The step a range marks (an NVTX range of Nsight Systems): PyTorch's `ProfilerStep#N`, or a range named `step N`
+/// (`step_N`, `Step #N`, any case), as training loops annotate their steps.
+pub fn step_marked(name: &str) -> Option<i64> {
+    if let Some(step) = profiler_step(name) {
+        return Some(step);
+    }
+    let rest = name.trim().strip_prefix(|c| c == 's' || c == 'S')?;
+    let rest = rest.get(..3).filter(|t| t.eq_ignore_ascii_case("tep")).map(|_| &rest[3..])?;
+    rest.trim_start_matches([' ', '_', '#']).parse().ok().filter(|_| rest.starts_with([' ', '_', '#']))
+}

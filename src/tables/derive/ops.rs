@@ -5,7 +5,7 @@ use super::{
     collective_kind_of_name, collective_kind_of_opcode, is_device_work_category, is_stall_name, scope_of, Capture, EventChunk, FxHashMap, HashMap, HloInstr,
     Label, LocalStrings, Op, OptionalF64, PlaneKind, StringPool, NO_PARENT, NO_STR, NULL_I64,
 };
-use crate::model::names::{is_async_line, is_device_op_line};
+use crate::model::names::{is_async_line, is_device_op_line, step_marked};
 
 /// What an op's identity (program, module, candidate names) decides, worked out once per
 /// identity: ops repeat a few hundred distinct instructions many times.
@@ -313,7 +313,9 @@ impl LaunchScopes {
                     if step == NULL_I64 {
                         step = c.step.get(j);
                     }
-                    if (category == annotation || (category == nvtx && nvtx != NO_STR)) && !name.starts_with("ProfilerStep#") {
+                    // A range that marks a step is no scope: each step would be a region apart.
+                    let annotates = category == annotation && !name.starts_with("ProfilerStep#");
+                    if annotates || (category == nvtx && nvtx != NO_STR && step_marked(name).is_none()) {
                         pieces.push(name);
                     } else if category == cpu_op {
                         match name.strip_prefix("autograd::engine::evaluate_function: ") {
