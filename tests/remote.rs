@@ -8,7 +8,7 @@
 mod common;
 
 use common::servers::{flaky_proxy, Emulator, Gcs, S3};
-use common::{jax_cpu, stderr, stdout, temp_dir};
+use common::{jax_cpu, shared, stderr, stdout, temp_dir};
 use serde_json::Value;
 use std::path::Path;
 
@@ -398,4 +398,18 @@ fn the_cache_keeps_to_its_budget_evicting_the_least_recently_used() {
     let o = s3.profq(&["summarize", "s3://pbucket/mlp_train/vm.xplane.pb"], &cache, &[("PROFQ_CACHE_BYTES", "1")]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(cached("mlp_train") && !cached("mlp_after") && !cached("host_bound_gappy"));
+}
+
+/// An Nsight Systems export in a bucket is read as the local file is: one object, mirrored.
+#[test]
+fn an_nsys_export_in_a_bucket_is_read_as_the_local_file() {
+    let Some(export) = shared("public/nsys-ai/mock/mock.sqlite") else { return };
+    let Some(s3) = S3::start() else { return };
+    s3.mkbucket("profiles");
+    s3.upload("profiles", "nsys", export.parent().unwrap());
+    let cache = temp_dir("remote-nsys-cache");
+    let url = "s3://profiles/nsys/mock.sqlite";
+    let o = s3.profq(&["summarize", url], &cache, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(summary_body(&stdout(&o)) == local_summary(&export), "the bucket's export summarised unlike the local file");
 }
