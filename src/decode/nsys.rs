@@ -36,6 +36,25 @@ const NVTX_START_END: i64 = 60;
 /// The line of a process's synchronizations (the export gives their process, not a thread).
 const SYNC_LINE: &str = "CUDA synchronization";
 
+/// The tables of device work: (table, category, the columns [`Reader::device_work`] reads).
+const DEVICE_WORK: [(&str, &str, &str); 3] = [
+    (
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "kernel",
+        "start, end, deviceId, streamId, correlationId, globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, NULL",
+    ),
+    (
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "gpu_memcpy",
+        "start, end, deviceId, streamId, correlationId, globalPid, copyKind, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes",
+    ),
+    (
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "gpu_memset",
+        "start, end, deviceId, streamId, correlationId, globalPid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes",
+    ),
+];
+
 /// Whether the bytes a file starts with are an SQLite database's.
 pub fn is_sqlite(head: &[u8]) -> bool {
     head.starts_with(b"SQLite format 3\0")
@@ -46,30 +65,28 @@ pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(),
     let mut clock = std::time::Instant::now();
     let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|e| format!("cannot open as SQLite: {e}"))?;
-    let tables = table_names(&db)?;
-    if !tables.iter().any(|t| t == "META_DATA_EXPORT" || t.starts_with("CUPTI_ACTIVITY_KIND_")) {
+    let tables = texts(&db, "SELECT name FROM sqlite_master WHERE type = 'table'")?;
+    let has = |table: &str| tables.iter().any(|t| t == table);
+    if !has("META_DATA_EXPORT") && !tables.iter().any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_")) {
         return Err(format!("not an Nsight Systems export: an SQLite database without its tables (make one with `{EXPORT_HINT} REPORT`)"));
     }
-    let mut reader = Reader::new(&db, host, capture)?;
-    for (table, category) in
-        [("CUPTI_ACTIVITY_KIND_KERNEL", "kernel"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy"), ("CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset")]
-    {
-        if tables.iter().any(|t| t == table) {
-            reader.device_work(table, category)?;
+    let mut reader = Reader::new(&db, &has, host, capture)?;
+    for (table, category, columns) in DEVICE_WORK {
+        if has(table) {
+            reader.device_work(table, category, columns)?;
         }
     }
-    if tables.iter().any(|t| t == "CUPTI_ACTIVITY_KIND_RUNTIME") {
+    if has("CUPTI_ACTIVITY_KIND_RUNTIME") {
         reader.runtime_calls()?;
     }
-    if tables.iter().any(|t| t == "NVTX_EVENTS") {
+    if has("NVTX_EVENTS") {
         reader.nvtx_ranges()?;
     }
-    if tables.iter().any(|t| t == "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") {
+    if has("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") {
         reader.synchronizations()?;
     }
-    let device_kinds =
-        if tables.iter().any(|t| t == "TARGET_INFO_GPU") { texts(&db, "SELECT DISTINCT name FROM TARGET_INFO_GPU ORDER BY id")? } else { Vec::new() };
-    let session_start = if tables.iter().any(|t| t == "TARGET_INFO_SESSION_START_TIME") {
+    let device_kinds = if has("TARGET_INFO_GPU") { texts(&db, "SELECT DISTINCT name FROM TARGET_INFO_GPU ORDER BY id")? } else { Vec::new() };
+    let session_start = if has("TARGET_INFO_SESSION_START_TIME") {
         db.query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME", [], |r| r.get::<_, Option<i64>>(0)).ok().flatten()
     } else {
         None
@@ -106,10 +123,6 @@ pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(),
     Ok(())
 }
 
-fn table_names(db: &Connection) -> Result<Vec<String>, String> {
-    texts(db, "SELECT name FROM sqlite_master WHERE type = 'table'")
-}
-
 /// The first column of every row of `sql`, as text.
 fn texts(db: &Connection, sql: &str) -> Result<Vec<String>, String> {
     let mut stmt = db.prepare(sql).map_err(sql_error)?;
@@ -118,8 +131,13 @@ fn texts(db: &Connection, sql: &str) -> Result<Vec<String>, String> {
 }
 
 /// The first two columns of every row of `sql`; none when the export has no `table`.
-fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(db: &Connection, tables: &[String], table: &str, sql: &str) -> Result<Vec<(A, B)>, String> {
-    if !tables.iter().any(|t| t == table) {
+fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+    db: &Connection,
+    has: &dyn Fn(&str) -> bool,
+    table: &str,
+    sql: &str,
+) -> Result<Vec<(A, B)>, String> {
+    if !has(table) {
         return Ok(Vec::new());
     }
     let mut stmt = db.prepare(sql).map_err(sql_error)?;
@@ -181,22 +199,22 @@ struct Keys {
 }
 
 impl<'a> Reader<'a> {
-    fn new(db: &'a Connection, host: &str, capture: &'a mut Capture) -> Result<Self, String> {
+    /// A reader of `db`, whose tables `has` tells.
+    fn new(db: &'a Connection, has: &dyn Fn(&str) -> bool, host: &str, capture: &'a mut Capture) -> Result<Self, String> {
         let host_id = capture.strings.intern(host);
         if !capture.meta.hosts.iter().any(|h| h == host) {
             capture.meta.hosts.push(host.to_string());
         }
         let mut chunk = EventChunk::new();
-        let tables = table_names(db)?;
-        let strings = pairs::<i64, Option<String>>(db, &tables, "StringIds", "SELECT id, value FROM StringIds")?
+        let strings = pairs::<i64, Option<String>>(db, has, "StringIds", "SELECT id, value FROM StringIds")?
             .into_iter()
             .map(|(id, value)| (id, chunk.local(value.as_deref().unwrap_or(""))))
             .collect();
-        let process_names = pairs::<i64, Option<String>>(db, &tables, "PROCESSES", "SELECT globalPid, name FROM PROCESSES")?
+        let process_names = pairs::<i64, Option<String>>(db, has, "PROCESSES", "SELECT globalPid, name FROM PROCESSES")?
             .into_iter()
             .map(|(pid, name)| (pid, name.unwrap_or_default()))
             .collect();
-        let thread_names = pairs::<i64, i64>(db, &tables, "ThreadNames", "SELECT globalTid, nameId FROM ThreadNames")?.into_iter().collect();
+        let thread_names = pairs::<i64, i64>(db, has, "ThreadNames", "SELECT globalTid, nameId FROM ThreadNames")?.into_iter().collect();
         let mut key = |k: &str| chunk.local(k);
         let keys = Keys { bytes: key("bytes"), text: key("text"), stream: key("stream"), grid: key("grid"), block: key("block") };
         Ok(Reader {
@@ -325,13 +343,9 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Kernels, memcpys or memsets of `table`: events on their GPU's stream lines.
-    fn device_work(&mut self, table: &str, category: &str) -> Result<(), String> {
-        let columns = match category {
-            "kernel" => "start, end, deviceId, streamId, correlationId, globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, NULL",
-            "gpu_memcpy" => "start, end, deviceId, streamId, correlationId, globalPid, copyKind, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes",
-            _ => "start, end, deviceId, streamId, correlationId, globalPid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, bytes",
-        };
+    /// Kernels, memcpys or memsets of `table` (a row of [`DEVICE_WORK`]): events on their
+    /// GPU's stream lines.
+    fn device_work(&mut self, table: &str, category: &str, columns: &str) -> Result<(), String> {
         let category = self.chunk.local(category);
         self.for_each_row(&format!("SELECT {columns} FROM {table} ORDER BY start"), |me, r| {
             let (Some(start), Some(end)) = (r.int(0)?, r.int(1)?) else { return Ok(()) };

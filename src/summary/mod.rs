@@ -19,10 +19,10 @@ use crate::engine::rows::{rows, Row};
 use crate::engine::{Engine, QueryError};
 use datafusion::arrow::record_batch::RecordBatch;
 use doc::{
-    CategoryTime, DeviceIdle, Producer, Recompilation, Region, RunMetadata, StepRow, StepTime, Summary, TimeBreakdown, TinyKernels, TraceOverview,
-    TraceProvenance,
+    CategoryTime, DeviceIdle, Producer, Recompilation, Region, RunMetadata, StepCompilation, StepRow, StepTime, Summary, TimeBreakdown, TinyKernels,
+    TraceOverview, TraceProvenance,
 };
-use from_rows::{each, Cells};
+use from_rows::{each, Cells, FromRow};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -289,9 +289,8 @@ fn provenance(run: &Row, hints: &[Row]) -> TraceProvenance {
 /// `shape_churn`.
 fn recompilation(recompiles: &[Row], churn: &[Row]) -> Recompilation {
     let outside_steps = |r: &&Row| r.get("step").is_some_and(Value::is_null);
-    let in_steps: Vec<Row> = recompiles.iter().filter(|r| !outside_steps(r)).cloned().collect();
     Recompilation {
-        steps_with_compilation: each(&in_steps),
+        steps_with_compilation: recompiles.iter().filter(|r| !outside_steps(r)).map(StepCompilation::from_row).collect(),
         compile_outside_steps: recompiles.iter().find(outside_steps).and_then(|r| r.us("compile_ns")),
         modules_with_several_programs: each(churn),
     }
