@@ -14,7 +14,7 @@
 use crate::model::names::is_async_line;
 use crate::tables::derive::rules::{canonical_name, collective_kind_of_name, is_stall_name};
 use crate::tables::events_of_interest::{is_compile_event, is_transfer_event};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, ListArray, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, StringArray};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
@@ -61,16 +61,10 @@ pub fn aggregate_functions() -> Vec<AggregateUDF> {
 }
 
 /// A rule of one text argument, applied to every row (null for a null text, as a pattern
-/// match on it would be). A dictionary column no larger than its batch (as the store's
-/// name columns are) is ruled on its distinct texts, each once.
+/// match on it would be).
 fn text_rule_udf(args: &[ColumnarValue], rule: fn(&StringArray) -> ArrayRef) -> Result<ColumnarValue, DataFusionError> {
     let arrays = ColumnarValue::values_to_arrays(args)?;
-    let arg = &arrays[0];
-    if let Some(dictionary) = arg.as_any_dictionary_opt().filter(|d| d.values().len() <= arg.len()) {
-        let per_text = rule(&strings(dictionary.values())?);
-        return Ok(ColumnarValue::Array(datafusion::arrow::compute::take(&per_text, dictionary.keys(), None)?));
-    }
-    Ok(ColumnarValue::Array(rule(&strings(arg)?)))
+    Ok(ColumnarValue::Array(rule(&strings(&arrays[0])?)))
 }
 
 /// Null for a null name, as a pattern match on it would be.
