@@ -15,6 +15,9 @@ fn main() {
     profq::timing::mark_start();
     profq::process::keep_default_sigpipe();
     let cli = cli::args::Cli::parse();
+    if let Some(marker) = cli.step_marker {
+        profq::decode::nsys::set_step_marker(marker);
+    }
     profq::process::tune(cli::workload(&cli.command));
     let status = cli::exit::status(cli::commands::run(cli.command));
     profq::process::exit(status)

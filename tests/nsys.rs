@@ -142,35 +142,48 @@ fn a_raw_report_names_the_export_command() {
     assert_eq!(stderr(&o).trim().lines().count(), 1, "one line: {}", stderr(&o));
 }
 
-/// A tiny export written with SQLite itself, in nsys's schema: two NVTX `step N` ranges on a
-/// thread, each launching one kernel. The steps are the run's, and each kernel is in the step
-/// its launch ran in.
-#[test]
-fn nvtx_ranges_that_mark_steps_are_steps() {
-    let dir = temp_dir("nsys-steps");
-    let path = dir.join("steps.sqlite");
-    let db = Connection::open(&path).unwrap();
-    let tid: i64 = (7 << 24) | 8;
+/// A tiny export written with SQLite itself, in nsys's schema: thread 8 of process 7 (python3)
+/// opens the NVTX ranges `nvtx` (start, end, text) and launches a kernel `gemm` per
+/// `launches` (launch start; the kernel runs from 200 ns after it for 300 ns); `extra`: more SQL.
+fn tiny_export(path: &Path, nvtx: &[(i64, i64, &str)], launches: &[i64], extra: &str) {
+    let pid: i64 = 7 << 24;
+    let tid: i64 = pid | 8;
+    let db = Connection::open(path).unwrap();
+    let nvtx: Vec<String> = nvtx.iter().map(|(s, e, t)| format!("({s}, {e}, 59, '{t}', {tid}, NULL)")).collect();
+    let runtime: Vec<String> = launches.iter().enumerate().map(|(k, s)| format!("({s}, {}, 0, {tid}, {}, 1)", s + 100, 11 + k)).collect();
+    let kernels: Vec<String> =
+        launches.iter().enumerate().map(|(k, s)| format!("({}, {}, 0, 7, {}, {pid}, 2, 3, 1, 1, 1, 32, 1, 1)", s + 200, s + 500, 11 + k)).collect();
     db.execute_batch(&format!(
         "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
          INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_NAME', 'NVIDIA Nsight Systems');
          CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
-         INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void gemm<float>(float*)'), (3, 'gemm'), (4, 'main');
+         INSERT INTO StringIds VALUES (1, 'cuLaunchKernel'), (2, 'void gemm<float>(float*)'), (3, 'gemm'), (4, 'main');
          CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
          INSERT INTO PROCESSES VALUES ({pid}, 7, 'python3');
          CREATE TABLE ThreadNames (nameId INTEGER, priority INTEGER, globalTid INTEGER);
          INSERT INTO ThreadNames VALUES (4, 0, {tid});
          CREATE TABLE NVTX_EVENTS (start INTEGER, \"end\" INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER, textId INTEGER);
-         INSERT INTO NVTX_EVENTS VALUES (1000, 5000, 59, 'step 1', {tid}, NULL), (6000, 9000, 59, 'step 2', {tid}, NULL), (1100, 1200, 34, 'a mark', {tid}, NULL);
+         INSERT INTO NVTX_EVENTS VALUES {nvtx}, (1100, 1200, 34, 'a mark', {tid}, NULL);
          CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, \"end\" INTEGER, eventClass INTEGER, globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
-         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1500, 1600, 0, {tid}, 11, 1), (6500, 6600, 0, {tid}, 12, 1);
+         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES {runtime};
          CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, \"end\" INTEGER, deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
            demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER);
-         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1700, 4000, 0, 7, 11, {pid}, 2, 3, 1, 1, 1, 32, 1, 1), (6700, 8000, 0, 7, 12, {pid}, 2, 3, 1, 1, 1, 32, 1, 1);",
-        pid = 7_i64 << 24
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES {kernels};
+         {extra}",
+        nvtx = nvtx.join(", "),
+        runtime = runtime.join(", "),
+        kernels = kernels.join(", "),
     ))
     .unwrap();
-    drop(db);
+}
+
+/// Two NVTX `step N` ranges, each launching one kernel: the steps are the run's, and each
+/// kernel is in the step its launch ran in.
+#[test]
+fn nvtx_ranges_that_mark_steps_are_steps() {
+    let dir = temp_dir("nsys-steps");
+    let path = dir.join("steps.sqlite");
+    tiny_export(&path, &[(1000, 5000, "step 1"), (6000, 9000, "step 2")], &[1500, 6500], "");
     let store = dir.join("store");
     ingest(&store, &path, "steps");
     let ops = sql(
@@ -184,4 +197,69 @@ fn nvtx_ranges_that_mark_steps_are_steps() {
     assert_eq!(as_i64(&steps[0]["n"]), 2);
     let marks = sql(&store, "SELECT count(*) AS n FROM events WHERE category = 'nvtx'");
     assert_eq!(as_i64(&marks[0]["n"]), 2, "marks are not ranges");
+}
+
+/// `--step-marker REGEX` names the ranges that mark steps: numbered by the first group, else
+/// in order; the usual markers then mark nothing.
+#[test]
+fn a_step_marker_names_the_step_ranges() {
+    let dir = temp_dir("nsys-step-marker");
+    let path = dir.join("iters.sqlite");
+    tiny_export(&path, &[(1000, 5000, "iter-3"), (6000, 9000, "iter-4"), (9500, 9900, "step 9")], &[1500, 6500], "");
+    for (marker, steps) in [(r"^iter-(\d+)$", [3, 4]), ("^iter", [0, 1])] {
+        let o = profq(&["run", "step_durations", path.to_str().unwrap(), "--step-marker", marker, "--format", "json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).unwrap();
+        let got: Vec<i64> = rows.iter().map(|r| as_i64(&r["step"])).collect();
+        assert_eq!(got, steps, "{marker}: {}", stdout(&o));
+    }
+    let o = profq(&["summarize", path.to_str().unwrap(), "--step-marker", "("]);
+    assert_eq!(o.status.code(), Some(2), "a bad regex is a usage error: {}", stderr(&o));
+}
+
+/// JAX on GPU: XLA's NVTX ranges (`XlaModule:#…#` around a module's execution, `Thunk:#…#`
+/// around an op's launches, a `StepTraceAnnotation`) place each kernel in its HLO op, module
+/// and step, with the op's op_name as its scope; a kernel launched outside them keeps its own
+/// name. TARGET_INFO_GPU's memory bandwidth is the run's peak, and a directory holding the
+/// export is read as the export.
+#[test]
+fn xla_ranges_place_kernels_in_their_hlo_ops() {
+    let dir = temp_dir("nsys-xla");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let path = logs.join("report1.sqlite");
+    tiny_export(
+        &path,
+        &[
+            (800, 9600, "train:#step_num=7,_r=1#"),
+            (900, 9500, "XlaModule:#prefix=jit(train_step),hlo_module=jit_train_step,program_id=5#"),
+            (1000, 2000, "Thunk:#name=mlp/dot_general,hlo_op=fusion.3#"),
+            (3000, 4000, "Thunk:#hlo_op=copy.1#"),
+        ],
+        &[1500, 3500, 9700],
+        "CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, memoryBandwidth INTEGER);
+         INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3', 3352320000000);",
+    );
+    let store = dir.join("store");
+    ingest(&store, &logs, "xla");
+    let ops = sql(
+        &store,
+        "SELECT step, CAST(hlo_op AS VARCHAR) AS op, CAST(hlo_module AS VARCHAR) AS module, program_id, CAST(tf_op AS VARCHAR) AS scope FROM ops ORDER BY start_ns",
+    );
+    type Placed<'a> = (Option<i64>, &'a str, Option<&'a str>, Option<i64>, Option<&'a str>);
+    let got: Vec<Placed> =
+        ops.iter().map(|r| (r["step"].as_i64(), as_str(&r["op"]), r["module"].as_str(), r["program_id"].as_i64(), r["scope"].as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (Some(7), "fusion.3", Some("jit_train_step"), Some(5), Some("jit(train_step)/mlp/dot_general")),
+            (Some(7), "copy.1", Some("jit_train_step"), Some(5), None),
+            (None, "gemm", None, None, None),
+        ]
+    );
+    let runs = sql(&store, "SELECT source_format, peak_hbm_bytes_per_s AS bw FROM runs");
+    assert_eq!((runs[0]["source_format"].as_str(), runs[0]["bw"].as_f64()), (Some("nsys"), Some(3.35232e12)));
+    let ranges = sql(&store, "SELECT CAST(name AS VARCHAR) AS name FROM events WHERE category = 'nvtx' ORDER BY start_ns");
+    let names: Vec<&str> = ranges.iter().map(|r| as_str(&r["name"])).collect();
+    assert_eq!(names, ["train", "jit_train_step", "fusion.3", "copy.1"]);
 }

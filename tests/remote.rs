@@ -400,7 +400,8 @@ fn the_cache_keeps_to_its_budget_evicting_the_least_recently_used() {
     assert!(cached("mlp_train") && !cached("mlp_after") && !cached("host_bound_gappy"));
 }
 
-/// An Nsight Systems export in a bucket is read as the local file is: one object, mirrored.
+/// An Nsight Systems export in a bucket is read as the local file is, named as an object or
+/// by its prefix.
 #[test]
 fn an_nsys_export_in_a_bucket_is_read_as_the_local_file() {
     let Some(export) = shared("public/nsys-ai/mock/mock.sqlite") else { return };
@@ -408,8 +409,10 @@ fn an_nsys_export_in_a_bucket_is_read_as_the_local_file() {
     s3.mkbucket("profiles");
     s3.upload("profiles", "nsys", export.parent().unwrap());
     let cache = temp_dir("remote-nsys-cache");
-    let url = "s3://profiles/nsys/mock.sqlite";
-    let o = s3.profq(&["summarize", url], &cache, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(summary_body(&stdout(&o)) == local_summary(&export), "the bucket's export summarised unlike the local file");
+    // The object itself, and the prefix that holds it.
+    for url in ["s3://profiles/nsys/mock.sqlite", "s3://profiles/nsys"] {
+        let o = s3.profq(&["summarize", url], &cache, &[]);
+        assert!(o.status.success(), "{url}: {}", stderr(&o));
+        assert!(summary_body(&stdout(&o)) == local_summary(&export), "{url}: the bucket's export summarised unlike the local file");
+    }
 }

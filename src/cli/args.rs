@@ -18,6 +18,11 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Nsight Systems exports: the NVTX ranges whose name matches REGEX mark steps, numbered
+    /// by its first capture group where that is a number, else in order from 0 [default:
+    /// `ProfilerStep#N`, `step N`, a JAX step annotation].
+    #[arg(long, global = true, value_name = "REGEX", value_parser = regex::Regex::new)]
+    pub step_marker: Option<regex::Regex>,
 }
 
 #[derive(Subcommand)]

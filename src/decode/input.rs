@@ -37,17 +37,22 @@ pub(super) fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(v)
 }
 
-/// Names a profiler gives its files; other JSON in a directory (summaries, configs) is not a trace.
+/// Names a profiler gives its files; other JSON in a directory (summaries, configs) is not a
+/// trace. An Nsight Systems export may have any name: every `*.sqlite` is taken for one.
 pub fn is_profiler_file(p: &Path) -> bool {
     let n = file_name(p);
-    n.ends_with(".xplane.pb") || ["trace.json", "trace.json.gz"].iter().any(|s| n.ends_with(s)) || n == "perfetto_trace.json.gz" || n == "perfetto_trace.json"
+    n.ends_with(".xplane.pb")
+        || n.ends_with(".sqlite")
+        || ["trace.json", "trace.json.gz"].iter().any(|s| n.ends_with(s))
+        || n == "perfetto_trace.json.gz"
+        || n == "perfetto_trace.json"
 }
 
 /// How many directory levels below an INPUT its profile sessions are looked for.
 pub const SESSION_DEPTH: usize = 6;
 
 /// Why a directory (or a bucket prefix) is not a profile.
-pub const NO_PROFILE: &str = "no profile found (no *.xplane.pb or trace JSON under this directory)";
+pub const NO_PROFILE: &str = "no profile found (no *.xplane.pb, trace JSON or Nsight Systems *.sqlite export under this directory)";
 
 /// The session an INPUT above several means, and a note saying so when there was a choice.
 pub struct ChosenSession<'a> {
@@ -152,11 +157,19 @@ pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
         .take(1)
         .collect();
     let json = if per_host_json.is_empty() { perfetto } else { per_host_json };
-    let (files, fallback) = if xplanes.is_empty() {
+    // Nsight Systems exports (one per process or rank), where the session has nothing else.
+    let nsys: Vec<SourceFile> = entries
+        .iter()
+        .filter(|p| kind_of_file(p) == Some(SourceKind::Nsys))
+        .map(|p| SourceFile { path: p.clone(), kind: SourceKind::Nsys, host: host_of_file(p) })
+        .collect();
+    let (files, fallback) = if !xplanes.is_empty() {
+        (xplanes, json)
+    } else if !json.is_empty() {
         notes.push("no *.xplane.pb in the session; read the trace JSON instead".into());
         (json, vec![])
     } else {
-        (xplanes, json)
+        (nsys, vec![])
     };
     Ok(Resolved { files, fallback, hlo_files: hlo_side_files(&session)?, name_hint: log_dir_name(&session), notes })
 }

@@ -87,6 +87,15 @@ pub struct CaptureMeta {
     pub display_time_unit: Option<String>,
 }
 
+/// Keeps a positive, finite peak once per distinct value (a run states one per device kind).
+pub fn note_peak(peaks: &mut Vec<f64>, peak: Option<f64>) {
+    if let Some(p) = peak.filter(|p| p.is_finite() && *p > 0.0) {
+        if !peaks.contains(&p) {
+            peaks.push(p);
+        }
+    }
+}
+
 /// A decoded capture: what every decoder produces and every table is built from.
 #[derive(Default, Debug)]
 pub struct Capture {

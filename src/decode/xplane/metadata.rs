@@ -2,9 +2,10 @@
 //! column, an arg, or skipped), and the context a plane's events are decoded in.
 
 use super::{
-    bytes_text, index_hlo_proto, map_entry, note_peak, plane_fields, read_stat, scan_lines, stat_metadata_name, value_f64, value_i64, value_text, Capture,
-    Fields, HashMap, Line, LineJob, PendingLine, Plane, PlaneFields, PlaneKind, PlaneRef, Release, Result, NO_STR, RELEASE_SCANNED_ABOVE,
+    bytes_text, index_hlo_proto, map_entry, plane_fields, read_stat, scan_lines, stat_metadata_name, value_f64, value_i64, value_text, Capture, Fields,
+    HashMap, Line, LineJob, PendingLine, Plane, PlaneFields, PlaneKind, PlaneRef, Release, Result, NO_STR, RELEASE_SCANNED_ABOVE,
 };
+use crate::model::note_peak;
 
 /// What a stat becomes in the events table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -30,8 +30,8 @@ use metadata::{prepare_planes, IdMap, PlaneCtx, Role, StatInfo, StatSkips, StatV
 use scan::{plane_fields, release_read, scan_lines, stat_metadata_name, PendingLine, PlaneFields, RELEASE_SCANNED_ABOVE};
 pub use scan::{scan, Layout, PlaneRef, Release};
 use stats::{
-    bytes_text, map_entry, note_peak, push_varint_arg, read_stat, set_int_column, set_string_column, set_typed_column, stat_id_and_value, usual_varint_value,
-    value_f64, value_i64, value_text, write_value,
+    bytes_text, map_entry, push_varint_arg, read_stat, set_int_column, set_string_column, set_typed_column, stat_id_and_value, usual_varint_value, value_f64,
+    value_i64, value_text, write_value,
 };
 use std::collections::HashMap;
 use units::{decode_events, LineEvents, LineJob, ALL_ARGS_PER_EVENT, ARG_BYTES_PER_EVENT, EVENTS_PER_MARK, MIN_STAT_BYTES};

@@ -177,15 +177,6 @@ pub(super) fn value_f64(v: StatValue) -> Option<f64> {
     }
 }
 
-/// Keeps a positive, finite peak once per distinct value (a run states one per device kind).
-pub(super) fn note_peak(peaks: &mut Vec<f64>, peak: Option<f64>) {
-    if let Some(p) = peak.filter(|p| p.is_finite() && *p > 0.0) {
-        if !peaks.contains(&p) {
-            peaks.push(p);
-        }
-    }
-}
-
 pub(super) fn value_i64(v: StatValue) -> Option<i64> {
     match v {
         StatValue::Int(x) => Some(x),

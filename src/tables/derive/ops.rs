@@ -5,7 +5,7 @@ use super::{
     collective_kind_of_name, collective_kind_of_opcode, is_device_work_category, is_stall_name, scope_of, Capture, EventChunk, FxHashMap, HashMap, HloInstr,
     Label, LocalStrings, Op, OptionalF64, PlaneKind, StringPool, NO_PARENT, NO_STR, NULL_I64,
 };
-use crate::model::names::{is_async_line, is_device_op_line, step_marked};
+use crate::model::names::{is_async_line, is_device_op_line};
 
 /// What an op's identity (program, module, candidate names) decides, worked out once per
 /// identity: ops repeat a few hundred distinct instructions many times.
@@ -314,8 +314,10 @@ impl LaunchScopes {
                         step = c.step.get(j);
                     }
                     // A range that marks a step is no scope: each step would be a region apart.
+                    // Nor is one of XLA's (a module, an HLO op): the op's op_name is its scope.
                     let annotates = category == annotation && !name.starts_with("ProfilerStep#");
-                    if annotates || (category == nvtx && nvtx != NO_STR && step_marked(name).is_none()) {
+                    let xla = c.hlo_op.get(j) != NO_STR || c.hlo_module.get(j) != NO_STR;
+                    if annotates || (category == nvtx && nvtx != NO_STR && c.step.get(j) == NULL_I64 && !xla) {
                         pieces.push(name);
                     } else if category == cpu_op {
                         match name.strip_prefix("autograd::engine::evaluate_function: ") {

@@ -18,13 +18,44 @@
 //!
 //! An NVTX range's name is its text less the per-call suffixes PyTorch's `emit_nvtx` appends
 //! (`, op_id = 3`, `, seq = 7`, `, sizes = […]`), so that ranges of one op share one name; the
-//! full text stays in the `text` arg. A range that marks a step ([`step_marked`]) carries it.
+//! full text stays in the `text` arg. A range that marks a step ([`step_marked`], a JAX step
+//! annotation, or what `--step-marker` matches) carries it. XLA's ranges name the HLO op and
+//! module of the kernels launched inside them ([`xla`]).
+
+mod xla;
 
 use crate::model::names::step_marked;
-use crate::model::{Capture, EventChunk, Line, Plane, PlaneKind, LOCAL_TAG, NO_STR};
+use crate::model::{note_peak, Capture, EventChunk, Line, Plane, PlaneKind, LOCAL_TAG, NO_STR};
+use regex::Regex;
 use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
+use xla::{full_op_name, xla_range};
+
+/// `--step-marker REGEX`, set once for the process (see [`set_step_marker`]).
+static STEP_MARKER: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+
+/// Makes the NVTX ranges whose name matches `marker` the ones that mark steps, in place of
+/// the usual markers ([`step_marked`], a JAX step annotation). The first time counts.
+pub fn set_step_marker(marker: Regex) {
+    let _ = STEP_MARKER.set(marker);
+}
+
+/// Numbers the ranges `--step-marker` matches: by the regex's first capture group where it
+/// is a number, else in start order per thread from 0.
+struct StepMarker {
+    regex: &'static Regex,
+    seen: HashMap<i64, i64>,
+}
+
+impl StepMarker {
+    fn step(&mut self, thread: i64, name: &str) -> Option<i64> {
+        let found = self.regex.captures(name)?;
+        let counted = self.seen.entry(thread).or_insert(0);
+        *counted += 1;
+        Some(found.get(1).and_then(|g| g.as_str().parse().ok()).unwrap_or(*counted - 1))
+    }
+}
 
 /// The command that turns a raw report into what profq reads.
 pub const EXPORT_HINT: &str = "nsys export --type sqlite";
@@ -86,6 +117,12 @@ pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(),
         reader.synchronizations()?;
     }
     let device_kinds = if has("TARGET_INFO_GPU") { texts(&db, "SELECT DISTINCT name FROM TARGET_INFO_GPU ORDER BY id")? } else { Vec::new() };
+    // The memory bandwidth nsys states per GPU (bytes/s); it states no FLOP rate.
+    let bandwidths = if has("TARGET_INFO_GPU") && columns(&db, "TARGET_INFO_GPU")?.iter().any(|c| c == "memoryBandwidth") {
+        texts(&db, "SELECT CAST(memoryBandwidth AS TEXT) FROM TARGET_INFO_GPU ORDER BY id")?
+    } else {
+        Vec::new()
+    };
     let session_start = if has("TARGET_INFO_SESSION_START_TIME") {
         db.query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME", [], |r| r.get::<_, Option<i64>>(0)).ok().flatten()
     } else {
@@ -94,6 +131,9 @@ pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(),
     crate::timing::stage_done("  nsys: read", &mut clock);
     let gpus = !reader.device_planes.is_empty();
     let Reader { mut chunk, total, .. } = reader;
+    for bandwidth in bandwidths {
+        note_peak(&mut capture.meta.peak_hbm_bytes_per_s, bandwidth.parse().ok());
+    }
 
     // Relative times: the run starts at the earliest event.
     let min_ts = chunk.start_ns.iter().copied().min().unwrap_or(0);
@@ -118,6 +158,9 @@ pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(),
     chunk.merge_strings_into(&mut capture.strings);
     chunk.sort_within_lines();
     chunk.compute_nesting();
+    if let Some(runtime) = capture.strings.lookup("cuda_runtime") {
+        xla::place_kernels(&mut chunk, runtime);
+    }
     crate::timing::stage_done("  nsys: sort and nesting", &mut clock);
     capture.chunks.push(chunk);
     Ok(())
@@ -128,6 +171,11 @@ fn texts(db: &Connection, sql: &str) -> Result<Vec<String>, String> {
     let mut stmt = db.prepare(sql).map_err(sql_error)?;
     let rows = stmt.query_map([], |r| r.get::<_, Option<String>>(0)).map_err(sql_error)?;
     rows.filter_map(|r| r.map_err(sql_error).transpose()).collect()
+}
+
+/// The column names of `table`.
+fn columns(db: &Connection, table: &str) -> Result<Vec<String>, String> {
+    texts(db, &format!("SELECT name FROM pragma_table_info('{table}')"))
 }
 
 /// The first two columns of every row of `sql`; none when the export has no `table`.
@@ -187,6 +235,7 @@ struct Reader<'a> {
     /// Rows read, kept or not.
     total: i64,
     keys: Keys,
+    step_marker: Option<StepMarker>,
 }
 
 /// Arg keys, interned once.
@@ -231,6 +280,7 @@ impl<'a> Reader<'a> {
             thread_names,
             total: 0,
             keys,
+            step_marker: STEP_MARKER.get().map(|regex| StepMarker { regex, seen: HashMap::default() }),
         })
     }
 
@@ -392,6 +442,8 @@ impl<'a> Reader<'a> {
     /// NVTX push/pop and start/end ranges, on the thread that opened them.
     fn nvtx_ranges(&mut self) -> Result<(), String> {
         let category = self.chunk.local("nvtx");
+        // Per thread, the end and op_name prefix of its latest `XlaModule` range.
+        let mut modules: HashMap<i64, (i64, Option<String>)> = HashMap::default();
         self.for_each_row("SELECT start, end, globalTid, eventType, text, textId FROM NVTX_EVENTS ORDER BY start", |me, r| {
             let (Some(start), Some(end), Some(tid)) = (r.int(0)?, r.int(1)?, r.int(2)?) else { return Ok(()) };
             if !matches!(r.int(3)?, Some(NVTX_PUSH_POP | NVTX_START_END)) {
@@ -405,12 +457,40 @@ impl<'a> Reader<'a> {
                 }
             };
             let line = me.thread_line(tid);
-            let name = nvtx_name(&text);
+            let xla = xla_range(&text);
+            let name = xla.as_ref().map_or_else(|| nvtx_name(&text), |x| x.name);
             let name_id = me.chunk.local(name);
             let i = me.chunk.push_event(line, name_id, NO_STR, category, start, end - start);
-            if let Some(step) = step_marked(name) {
-                let capacity = me.chunk.capacity();
+            let capacity = me.chunk.capacity();
+            let step = match (me.step_marker.as_mut(), &xla) {
+                (Some(marker), _) => marker.step(tid, name),
+                (None, Some(x)) => x.step,
+                (None, None) => step_marked(name),
+            };
+            if let Some(step) = step {
                 me.chunk.step.set(i, capacity, step);
+            }
+            if let Some(x) = xla {
+                if let Some(module) = x.hlo_module {
+                    let module = me.chunk.local(module);
+                    me.chunk.hlo_module.set(i, capacity, module);
+                    modules.insert(tid, (end, x.prefix.map(str::to_string)));
+                }
+                if let Some(program_id) = x.program_id {
+                    me.chunk.program_id.set(i, capacity, program_id);
+                }
+                if let Some(op) = x.hlo_op {
+                    let op = me.chunk.local(op);
+                    me.chunk.hlo_op.set(i, capacity, op);
+                }
+                if let Some(name) = x.op_name {
+                    let prefix = modules.get(&tid).filter(|m| start < m.0).and_then(|m| m.1.as_deref());
+                    let op_name = full_op_name(prefix, name);
+                    if !op_name.is_empty() {
+                        let op_name = me.chunk.local(&op_name);
+                        me.chunk.tf_op.set(i, capacity, op_name);
+                    }
+                }
             }
             if name.len() != text.len() {
                 me.chunk.push_arg(me.keys.text, &text);
