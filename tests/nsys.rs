@@ -263,3 +263,15 @@ fn xla_ranges_place_kernels_in_their_hlo_ops() {
     let names: Vec<&str> = ranges.iter().map(|r| as_str(&r["name"])).collect();
     assert_eq!(names, ["train", "jit_train_step", "fusion.3", "copy.1"]);
 }
+
+/// An export larger than a part is read a part per process: its summary is the one-part
+/// summary, byte for byte.
+#[test]
+fn a_large_export_is_read_a_process_at_a_time() {
+    let Some((_, export)) = exports().into_iter().find(|(name, _)| name == "h100_2gpu_1s") else { return };
+    let args = ["summarize", export.to_str().unwrap()];
+    let one_part = profq_env(&args, &[]);
+    let per_process = profq_env(&args, &[("PROFQ_PART_BYTES", "1000000"), ("PROFQ_TIMING", "1")]);
+    assert_eq!(stderr(&per_process).matches("nsys: read").count(), 2, "two processes, two parts: {}", stderr(&per_process));
+    assert!(stdout(&one_part) == stdout(&per_process), "the parts summarised unlike the whole");
+}

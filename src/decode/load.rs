@@ -284,10 +284,7 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
                         load_json(f, &mut capture)?;
                         hand_over(&mut capture)?;
                     }
-                    SourceKind::Nsys => {
-                        nsys::decode_nsys(&f.path, &f.host, &mut capture).map_err(|e| input_err(&f.path, e))?;
-                        hand_over(&mut capture)?;
-                    }
+                    SourceKind::Nsys => nsys::decode_nsys(&f.path, &f.host, &mut capture, &mut hand_over, |e| Stop::Input(input_err(&f.path, e)))?,
                 }
                 let mut done = progress.get();
                 done.files_done += 1;

@@ -150,6 +150,13 @@ pub fn profq(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_profq")).args(args).env_remove("PROFQ_STORE").output().expect("run profq")
 }
 
+/// profq with `env` set, asserting success.
+pub fn profq_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_profq")).args(args).env_remove("PROFQ_STORE").envs(env.iter().copied()).output().expect("run profq");
+    assert!(o.status.success(), "profq {args:?}: {}", stderr(&o));
+    o
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

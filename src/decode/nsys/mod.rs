@@ -24,6 +24,7 @@
 
 mod xla;
 
+use super::part_bytes;
 use crate::model::names::step_marked;
 use crate::model::{note_peak, Capture, EventChunk, Line, Plane, PlaneKind, LOCAL_TAG, NO_STR};
 use regex::Regex;
@@ -64,6 +65,9 @@ pub const EXPORT_HINT: &str = "nsys export --type sqlite";
 const NVTX_PUSH_POP: i64 = 59;
 const NVTX_START_END: i64 = 60;
 
+/// A row's `globalPid` from its `globalTid`, in SQL (see [`global_pid_of`]).
+const BY_THREAD: &str = "(globalTid & -16777216)";
+
 /// The line of a process's synchronizations (the export gives their process, not a thread).
 const SYNC_LINE: &str = "CUDA synchronization";
 
@@ -91,79 +95,113 @@ pub fn is_sqlite(head: &[u8]) -> bool {
     head.starts_with(b"SQLite format 3\0")
 }
 
-/// Decodes the export at `path` into `capture`, as host `host`.
-pub fn decode_nsys(path: &Path, host: &str, capture: &mut Capture) -> Result<(), String> {
-    let mut clock = std::time::Instant::now();
+/// Decodes the export at `path` into `capture`, as host `host`. A large export is read a
+/// part per process ([`parts`]): the events of one process (its threads' calls and ranges,
+/// and the device work it launched), handed to `part` before the next is read, so memory
+/// holds one process's events at a time. `fail` makes the decoder's one-line errors `E`s.
+pub fn decode_nsys<E>(
+    path: &Path,
+    host: &str,
+    capture: &mut Capture,
+    part: &mut dyn FnMut(&mut Capture) -> Result<(), E>,
+    fail: impl Fn(String) -> E,
+) -> Result<(), E> {
     let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(|e| format!("cannot open as SQLite: {e}"))?;
-    let tables = texts(&db, "SELECT name FROM sqlite_master WHERE type = 'table'")?;
+        .map_err(|e| fail(format!("cannot open as SQLite: {e}")))?;
+    let tables = texts(&db, "SELECT name FROM sqlite_master WHERE type = 'table'").map_err(&fail)?;
     let has = |table: &str| tables.iter().any(|t| t == table);
     if !has("META_DATA_EXPORT") && !tables.iter().any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_")) {
-        return Err(format!("not an Nsight Systems export: an SQLite database without its tables (make one with `{EXPORT_HINT} REPORT`)"));
+        return Err(fail(format!("not an Nsight Systems export: an SQLite database without its tables (make one with `{EXPORT_HINT} REPORT`)")));
     }
-    let mut reader = Reader::new(&db, &has, host, capture)?;
-    for (table, category, columns) in DEVICE_WORK {
-        if has(table) {
-            reader.device_work(table, category, columns)?;
-        }
+    note_targets(&db, &has, capture).map_err(&fail)?;
+    let export_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let (base, parts) = (earliest_start(&db, &has).map_err(&fail)?, parts(&db, &has, export_bytes).map_err(&fail)?);
+    let mut reader = Reader::new(&db, &has, host, capture).map_err(&fail)?;
+    for rows in parts {
+        let mut clock = std::time::Instant::now();
+        reader.read_part(rows, &has).map_err(&fail)?;
+        crate::timing::stage_done("  nsys: read", &mut clock);
+        reader.finish_part(base);
+        crate::timing::stage_done("  nsys: sort and nesting", &mut clock);
+        part(&mut *reader.capture)?;
     }
-    if has("CUPTI_ACTIVITY_KIND_RUNTIME") {
-        reader.runtime_calls()?;
+    if !reader.any_step {
+        reader.capture.meta.quality_warnings.push("no NVTX range marks a step (`ProfilerStep#N`, `step N`): the export has no steps".into());
     }
-    if has("NVTX_EVENTS") {
-        reader.nvtx_ranges()?;
-    }
-    if has("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") {
-        reader.synchronizations()?;
-    }
-    let device_kinds = if has("TARGET_INFO_GPU") { texts(&db, "SELECT DISTINCT name FROM TARGET_INFO_GPU ORDER BY id")? } else { Vec::new() };
-    // The memory bandwidth nsys states per GPU (bytes/s); it states no FLOP rate.
-    let bandwidths = if has("TARGET_INFO_GPU") && columns(&db, "TARGET_INFO_GPU")?.iter().any(|c| c == "memoryBandwidth") {
-        texts(&db, "SELECT CAST(memoryBandwidth AS TEXT) FROM TARGET_INFO_GPU ORDER BY id")?
-    } else {
-        Vec::new()
-    };
-    let session_start = if has("TARGET_INFO_SESSION_START_TIME") {
-        db.query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME", [], |r| r.get::<_, Option<i64>>(0)).ok().flatten()
-    } else {
-        None
-    };
-    crate::timing::stage_done("  nsys: read", &mut clock);
-    let gpus = !reader.device_planes.is_empty();
-    let Reader { mut chunk, total, .. } = reader;
-    for bandwidth in bandwidths {
-        note_peak(&mut capture.meta.peak_hbm_bytes_per_s, bandwidth.parse().ok());
-    }
+    Ok(())
+}
 
-    // Relative times: the run starts at the earliest event.
-    let min_ts = chunk.start_ns.iter().copied().min().unwrap_or(0);
-    for s in chunk.start_ns.iter_mut() {
-        *s -= min_ts;
+/// What the export says of its targets: the GPUs' kinds (`TARGET_INFO_GPU`, else `NVIDIA
+/// GPU` where CUPTI recorded device work: CUPTI is NVIDIA's), their memory bandwidth (bytes/s;
+/// nsys states no FLOP rate), and the session's start.
+fn note_targets(db: &Connection, has: &dyn Fn(&str) -> bool, capture: &mut Capture) -> Result<(), String> {
+    let mut kinds = if has("TARGET_INFO_GPU") { texts(db, "SELECT DISTINCT name FROM TARGET_INFO_GPU ORDER BY id")? } else { Vec::new() };
+    if kinds.is_empty() && DEVICE_WORK.iter().any(|(table, ..)| has(table)) {
+        kinds.push("NVIDIA GPU".to_string());
     }
-    if capture.meta.start_epoch_ns.is_none() {
-        capture.meta.start_epoch_ns = session_start;
-    }
-    // CUPTI's tables are NVIDIA's: an export without TARGET_INFO_GPU still ran on NVIDIA GPUs.
-    let device_kinds = if device_kinds.is_empty() && gpus { vec!["NVIDIA GPU".to_string()] } else { device_kinds };
-    for k in device_kinds {
+    for k in kinds {
         if !capture.meta.device_kinds.contains(&k) {
             capture.meta.device_kinds.push(k);
         }
     }
-    if !chunk.step.values().iter().any(|&s| s != crate::model::NULL_I64) {
-        capture.meta.quality_warnings.push("no NVTX range marks a step (`ProfilerStep#N`, `step N`): the export has no steps".into());
+    if has("TARGET_INFO_GPU") && columns(db, "TARGET_INFO_GPU")?.iter().any(|c| c == "memoryBandwidth") {
+        for bandwidth in texts(db, "SELECT CAST(memoryBandwidth AS TEXT) FROM TARGET_INFO_GPU ORDER BY id")? {
+            note_peak(&mut capture.meta.peak_hbm_bytes_per_s, bandwidth.parse().ok());
+        }
     }
-    capture.meta.num_events_total += total;
-    capture.meta.num_complete_events += chunk.len() as i64;
-    chunk.merge_strings_into(&mut capture.strings);
-    chunk.sort_within_lines();
-    chunk.compute_nesting();
-    if let Some(runtime) = capture.strings.lookup("cuda_runtime") {
-        xla::place_kernels(&mut chunk, runtime);
+    if has("TARGET_INFO_SESSION_START_TIME") && capture.meta.start_epoch_ns.is_none() {
+        capture.meta.start_epoch_ns = db.query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME", [], |r| r.get::<_, Option<i64>>(0)).ok().flatten();
     }
-    crate::timing::stage_done("  nsys: sort and nesting", &mut clock);
-    capture.chunks.push(chunk);
     Ok(())
+}
+
+/// The earliest start of any event: the run's time 0, the same for every part.
+fn earliest_start(db: &Connection, has: &dyn Fn(&str) -> bool) -> Result<i64, String> {
+    let mut earliest = None::<i64>;
+    let host_tables = ["CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"];
+    for table in DEVICE_WORK.iter().map(|(table, ..)| *table).chain(host_tables).filter(|t| has(t)) {
+        let start: Option<i64> = db.query_row(&format!("SELECT min(start) FROM {table}"), [], |r| r.get(0)).map_err(sql_error)?;
+        earliest = match (earliest, start) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(earliest.unwrap_or(0))
+}
+
+/// Which rows of the export's tables a part holds.
+#[derive(Debug, Clone, PartialEq)]
+enum Rows {
+    All,
+    /// Those of one process (a `globalPid`).
+    Of(i64),
+    /// Those of every process but these.
+    NotOf(Vec<i64>),
+}
+
+/// The export's parts: one per process that ran device work, the last of them also holding
+/// every other process's rows, when the export is larger than a part ([`part_bytes`]) and
+/// there are several; else one part of every row. Each part's query scans the whole table
+/// again, so a small export is read in one.
+fn parts(db: &Connection, has: &dyn Fn(&str) -> bool, export_bytes: u64) -> Result<Vec<Rows>, String> {
+    if export_bytes <= part_bytes() as u64 {
+        return Ok(vec![Rows::All]);
+    }
+    let mut pids = std::collections::BTreeSet::new();
+    for (table, ..) in DEVICE_WORK.iter().filter(|(table, ..)| has(table)) {
+        let mut stmt = db.prepare(&format!("SELECT DISTINCT globalPid FROM {table} WHERE globalPid IS NOT NULL")).map_err(sql_error)?;
+        for pid in stmt.query_map([], |r| r.get::<_, i64>(0)).map_err(sql_error)? {
+            pids.insert(pid.map_err(sql_error)?);
+        }
+    }
+    let mut pids: Vec<i64> = pids.into_iter().collect();
+    pids.pop();
+    if pids.is_empty() {
+        return Ok(vec![Rows::All]);
+    }
+    let mut parts: Vec<Rows> = pids.iter().map(|&p| Rows::Of(p)).collect();
+    parts.push(Rows::NotOf(pids));
+    Ok(parts)
 }
 
 /// The first column of every row of `sql`, as text.
@@ -221,9 +259,14 @@ struct Reader<'a> {
     db: &'a Connection,
     capture: &'a mut Capture,
     host: u32,
+    /// The rows of the part being read.
+    rows: Rows,
+    /// The part's events, and its chunk-local ids of `StringIds` texts and of arg keys.
     chunk: EventChunk,
-    /// Text of each `StringIds` id, as chunk-local string ids.
     strings: HashMap<i64, u32>,
+    keys: Keys,
+    /// `StringIds`: the texts the tables name by id.
+    string_ids: HashMap<i64, String>,
     /// Device plane per `deviceId`; line per (`deviceId`, `streamId`).
     device_planes: HashMap<i64, u32>,
     stream_lines: HashMap<(i64, i64), u32>,
@@ -232,19 +275,25 @@ struct Reader<'a> {
     thread_lines: HashMap<i64, u32>,
     process_names: HashMap<i64, String>,
     thread_names: HashMap<i64, i64>,
-    /// Rows read, kept or not.
-    total: i64,
-    keys: Keys,
     step_marker: Option<StepMarker>,
+    /// Whether any range read so far marks a step.
+    any_step: bool,
 }
 
-/// Arg keys, interned once.
+/// Arg keys, interned once per part.
 struct Keys {
     bytes: u32,
     text: u32,
     stream: u32,
     grid: u32,
     block: u32,
+}
+
+impl Keys {
+    fn new(chunk: &mut EventChunk) -> Keys {
+        let mut key = |k: &str| chunk.local(k);
+        Keys { bytes: key("bytes"), text: key("text"), stream: key("stream"), grid: key("grid"), block: key("block") }
+    }
 }
 
 impl<'a> Reader<'a> {
@@ -254,42 +303,103 @@ impl<'a> Reader<'a> {
         if !capture.meta.hosts.iter().any(|h| h == host) {
             capture.meta.hosts.push(host.to_string());
         }
-        let mut chunk = EventChunk::new();
-        let strings = pairs::<i64, Option<String>>(db, has, "StringIds", "SELECT id, value FROM StringIds")?
+        let string_ids = pairs::<i64, Option<String>>(db, has, "StringIds", "SELECT id, value FROM StringIds")?
             .into_iter()
-            .map(|(id, value)| (id, chunk.local(value.as_deref().unwrap_or(""))))
+            .map(|(id, value)| (id, value.unwrap_or_default()))
             .collect();
         let process_names = pairs::<i64, Option<String>>(db, has, "PROCESSES", "SELECT globalPid, name FROM PROCESSES")?
             .into_iter()
             .map(|(pid, name)| (pid, name.unwrap_or_default()))
             .collect();
         let thread_names = pairs::<i64, i64>(db, has, "ThreadNames", "SELECT globalTid, nameId FROM ThreadNames")?.into_iter().collect();
-        let mut key = |k: &str| chunk.local(k);
-        let keys = Keys { bytes: key("bytes"), text: key("text"), stream: key("stream"), grid: key("grid"), block: key("block") };
+        let mut chunk = EventChunk::new();
+        let keys = Keys::new(&mut chunk);
         Ok(Reader {
             db,
             capture,
             host: host_id,
+            rows: Rows::All,
             chunk,
-            strings,
+            strings: HashMap::default(),
+            keys,
+            string_ids,
             device_planes: HashMap::default(),
             stream_lines: HashMap::default(),
             process_planes: HashMap::default(),
             thread_lines: HashMap::default(),
             process_names,
             thread_names,
-            total: 0,
-            keys,
             step_marker: STEP_MARKER.get().map(|regex| StepMarker { regex, seen: HashMap::default() }),
+            any_step: false,
         })
+    }
+
+    /// Reads the events of a part's `rows` into a new chunk.
+    fn read_part(&mut self, rows: Rows, has: &dyn Fn(&str) -> bool) -> Result<(), String> {
+        self.rows = rows;
+        self.chunk = EventChunk::new();
+        self.keys = Keys::new(&mut self.chunk);
+        self.strings.clear();
+        for (table, category, columns) in DEVICE_WORK {
+            if has(table) {
+                self.device_work(table, category, columns)?;
+            }
+        }
+        if has("CUPTI_ACTIVITY_KIND_RUNTIME") {
+            self.runtime_calls()?;
+        }
+        if has("NVTX_EVENTS") {
+            self.nvtx_ranges()?;
+        }
+        if has("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") {
+            self.synchronizations()?;
+        }
+        Ok(())
+    }
+
+    /// Makes the chunk read a part of the capture: times from `base`, strings in the pool,
+    /// events sorted and nested, kernels placed in XLA's ops ([`xla::place_kernels`]).
+    fn finish_part(&mut self, base: i64) {
+        let mut chunk = std::mem::take(&mut self.chunk);
+        for s in chunk.start_ns.iter_mut() {
+            *s -= base;
+        }
+        self.any_step |= chunk.step.values().iter().any(|&s| s != crate::model::NULL_I64);
+        let capture = &mut *self.capture;
+        capture.meta.num_complete_events += chunk.len() as i64;
+        chunk.merge_strings_into(&mut capture.strings);
+        chunk.sort_within_lines();
+        chunk.compute_nesting();
+        if let Some(runtime) = capture.strings.lookup("cuda_runtime") {
+            xla::place_kernels(&mut chunk, runtime);
+        }
+        capture.chunks.push(chunk);
+    }
+
+    /// `WHERE` the rows are the part's, by `pid` (the expression of a row's `globalPid`).
+    fn only_process(&self, pid: &str) -> String {
+        match &self.rows {
+            Rows::All => String::new(),
+            Rows::Of(p) => format!("WHERE {pid} = {p}"),
+            Rows::NotOf(others) => {
+                let others: Vec<String> = others.iter().map(i64::to_string).collect();
+                format!("WHERE {pid} IS NULL OR {pid} NOT IN ({})", others.join(", "))
+            }
+        }
     }
 
     /// A `StringIds` text (chunk-local), or `fallback` where the id names none.
     fn string(&mut self, id: Option<i64>, fallback: &str) -> u32 {
-        match id.and_then(|id| self.strings.get(&id)) {
-            Some(&s) => s,
-            None => self.chunk.local(fallback),
+        let Some(id) = id else { return self.chunk.local(fallback) };
+        if let Some(&s) = self.strings.get(&id) {
+            return s;
         }
+        let s = match self.string_ids.get(&id) {
+            Some(text) => self.chunk.local(text),
+            None => return self.chunk.local(fallback),
+        };
+        self.strings.insert(id, s);
+        s
     }
 
     /// The text of a chunk-local string id.
@@ -350,8 +460,8 @@ impl<'a> Reader<'a> {
             return line;
         }
         let plane = self.process_plane(global_pid_of(global_tid));
-        let name = match self.thread_names.get(&global_tid).and_then(|id| self.strings.get(id)) {
-            Some(&s) => self.local_text(s),
+        let name = match self.thread_names.get(&global_tid).and_then(|id| self.string_ids.get(id)) {
+            Some(text) => text.clone(),
             None => format!("tid {}", tid_of(global_tid)),
         };
         let line = self.add_line(plane, tid_of(global_tid), &name);
@@ -381,13 +491,13 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Calls `each` on every row of `sql`, counting the rows in [`Reader::total`].
+    /// Calls `each` on every row of `sql`, counting the rows in the run's `num_events_total`.
     fn for_each_row(&mut self, sql: &str, mut each: impl FnMut(&mut Self, Cells) -> Result<(), String>) -> Result<(), String> {
         let db = self.db;
         let mut stmt = db.prepare(sql).map_err(sql_error)?;
         let mut rows = stmt.query([]).map_err(sql_error)?;
         while let Some(r) = rows.next().map_err(sql_error)? {
-            self.total += 1;
+            self.capture.meta.num_events_total += 1;
             each(self, Cells(r))?;
         }
         Ok(())
@@ -397,7 +507,8 @@ impl<'a> Reader<'a> {
     /// GPU's stream lines.
     fn device_work(&mut self, table: &str, category: &str, columns: &str) -> Result<(), String> {
         let category = self.chunk.local(category);
-        self.for_each_row(&format!("SELECT {columns} FROM {table} ORDER BY start"), |me, r| {
+        let only = self.only_process("globalPid");
+        self.for_each_row(&format!("SELECT {columns} FROM {table} {only} ORDER BY start"), |me, r| {
             let (Some(start), Some(end)) = (r.int(0)?, r.int(1)?) else { return Ok(()) };
             let stream = r.int(3)?.unwrap_or(0);
             let line = me.stream_line(r.int(2)?.unwrap_or(0), stream);
@@ -428,7 +539,9 @@ impl<'a> Reader<'a> {
     /// CUDA runtime calls: events on their thread's line, linked to their work by correlation.
     fn runtime_calls(&mut self) -> Result<(), String> {
         let category = self.chunk.local("cuda_runtime");
-        self.for_each_row("SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start", |me, r| {
+        let sql =
+            format!("SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME {} ORDER BY start", self.only_process(BY_THREAD));
+        self.for_each_row(&sql, |me, r| {
             let (Some(start), Some(end), Some(tid)) = (r.int(0)?, r.int(1)?, r.int(2)?) else { return Ok(()) };
             let line = me.thread_line(tid);
             let name = me.string(r.int(4)?, "CUDA runtime call");
@@ -444,7 +557,8 @@ impl<'a> Reader<'a> {
         let category = self.chunk.local("nvtx");
         // Per thread, the end and op_name prefix of its latest `XlaModule` range.
         let mut modules: HashMap<i64, (i64, Option<String>)> = HashMap::default();
-        self.for_each_row("SELECT start, end, globalTid, eventType, text, textId FROM NVTX_EVENTS ORDER BY start", |me, r| {
+        let sql = format!("SELECT start, end, globalTid, eventType, text, textId FROM NVTX_EVENTS {} ORDER BY start", self.only_process(BY_THREAD));
+        self.for_each_row(&sql, |me, r| {
             let (Some(start), Some(end), Some(tid)) = (r.int(0)?, r.int(1)?, r.int(2)?) else { return Ok(()) };
             if !matches!(r.int(3)?, Some(NVTX_PUSH_POP | NVTX_START_END)) {
                 return Ok(());
@@ -503,7 +617,11 @@ impl<'a> Reader<'a> {
     /// Synchronizations: the host waiting on a stream, an event or the device.
     fn synchronizations(&mut self) -> Result<(), String> {
         let category = self.chunk.local("cuda_sync");
-        self.for_each_row("SELECT start, end, globalPid, correlationId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start", |me, r| {
+        let sql = format!(
+            "SELECT start, end, globalPid, correlationId, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION {} ORDER BY start",
+            self.only_process("globalPid")
+        );
+        self.for_each_row(&sql, |me, r| {
             let (Some(start), Some(end), Some(pid)) = (r.int(0)?, r.int(1)?, r.int(2)?) else { return Ok(()) };
             let line = me.sync_line(pid);
             let name = me.chunk.local(&format!("Synchronization wait ({})", sync_kind(r.int(4)?)));
