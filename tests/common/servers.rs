@@ -72,12 +72,12 @@ pub fn python() -> PathBuf {
 }
 
 /// A program of the test venv, if installed.
-fn venv_program(name: &str) -> Option<PathBuf> {
+pub fn venv_program(name: &str) -> Option<PathBuf> {
     let p = python().parent()?.join(name);
     p.exists().then_some(p)
 }
 
-fn missing(what: &str) {
+pub fn missing(what: &str) {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{what} is not installed in the test venv (CI requires it; .ci/run installs it)");
     }
