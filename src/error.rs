@@ -27,13 +27,16 @@ pub enum Kind {
 #[derive(Debug)]
 pub struct Error {
     pub kind: Kind,
-    /// One line; empty when the command already said everything on stdout.
+    /// One line; empty when the output says everything.
     pub message: String,
+    /// What the command has to print on stdout all the same (an unrecognised question's
+    /// answer, which lists the questions profq understands).
+    pub output: String,
 }
 
 impl Error {
     pub fn new(kind: Kind, message: impl fmt::Display) -> Self {
-        Error { kind, message: message.to_string() }
+        Error { kind, message: message.to_string(), output: String::new() }
     }
     pub fn usage(message: impl fmt::Display) -> Self {
         Error::new(Kind::Usage, message)
@@ -44,9 +47,9 @@ impl Error {
     pub fn store(message: impl fmt::Display) -> Self {
         Error::new(Kind::Store, message)
     }
-    /// A failure whose explanation is already printed (an unrecognised question's answer).
-    pub fn quiet(kind: Kind) -> Self {
-        Error { kind, message: String::new() }
+    /// A failure explained by its `output` alone (an unrecognised question's answer).
+    pub fn quiet(kind: Kind, output: String) -> Self {
+        Error { kind, message: String::new(), output }
     }
 }
 

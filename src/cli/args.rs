@@ -69,7 +69,25 @@ pub enum Command {
         format: Format,
     },
     /// List the named analyses (queries/*.sql), or print one.
-    Queries { name: Option<String> },
+    Queries {
+        name: Option<String>,
+        /// text, or json: each analysis with its description and parameters.
+        #[arg(long, value_enum, default_value = "text")]
+        format: ListFormat,
+    },
+    /// Serve the analyses to a coding agent over MCP (stdio): the tools summarize, query,
+    /// run_query, sql, compare, list_queries, list_runs, report and export_trace, each the
+    /// command of its name with `--format json`.
+    Mcp {
+        /// A result larger than this is written to a file, and the tool returns its path, its
+        /// size and its first rows.
+        #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+        max_result_bytes: usize,
+        /// Where such results (and traces exported without an `output`) are written
+        /// [default: profq-mcp in the temp dir].
+        #[arg(long, value_name = "DIR")]
+        spill_dir: Option<PathBuf>,
+    },
     /// Run a named analysis on a run of the store or on a profile INPUT (decoded in memory).
     Run {
         name: String,
@@ -443,6 +461,12 @@ impl ReportFormat {
             _ => ReportFormat::Md,
         })
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,7 +1,10 @@
-//! One function per subcommand: take the parsed arguments, call the library, print what
-//! `render` made of the result. A failure is returned, never printed here (see `exit`).
+//! One function per subcommand: take the parsed arguments, call the library, and return what
+//! `render` made of the result: the text the command prints on stdout (`main` prints it,
+//! `mcp` returns it as a tool's result). A failure is returned, never printed here (see `exit`).
 
-use super::args::{store_or_default, AnswerFormat, BallistaRole, Command, CompareFormat, EngineArgs, PairArgs, ReportFormat, SourceArgs, ThresholdArgs};
+use super::args::{
+    store_or_default, AnswerFormat, BallistaRole, Command, CompareFormat, EngineArgs, ListFormat, PairArgs, ReportFormat, SourceArgs, ThresholdArgs,
+};
 use super::bundle;
 use profq::compare::{self, track};
 use profq::engine::{queries, Engine, Placement, Spread};
@@ -18,11 +21,13 @@ use profq::wandb::run_target as wandb;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-type Done = Result<(), Error>;
+/// A command's stdout, or its failure.
+type Done = Result<String, Error>;
 
 pub fn run(command: Command) -> Done {
     place_store_engines(&command)?;
     match command {
+        Command::Mcp { max_result_bytes, spill_dir } => super::mcp::serve(max_result_bytes, spill_dir).map(|()| String::new()),
         Command::Ingest { inputs, run_target, entity, project, store, run_id, labels, force } => {
             let target = run_target.map(|t| (t, entity, project));
             ingest(&inputs, target, store, run_id, &labels, force)
@@ -32,7 +37,7 @@ pub fn run(command: Command) -> Done {
             publish(&opts, output.as_deref())
         }
         Command::Sql { query, store, engine: _, format } => sql(&query, store, format),
-        Command::Queries { name } => list_queries(name.as_deref()),
+        Command::Queries { name, format } => list_queries(name.as_deref(), format),
         Command::Run { name, source, params, format } => run_named(&name, &source, &params, format),
         Command::Summarize { source, output, warmup_steps, hot_op_limit, breakdown_mode } => {
             summarize(&source, output.as_deref(), warmup_steps, hot_op_limit, breakdown_mode)
@@ -68,7 +73,7 @@ pub fn run(command: Command) -> Done {
 
 /// Runs the store engines of this command where `--engine` says. A cluster reads a store:
 /// an INPUT is decoded and analysed here, so it is refused rather than silently run here.
-fn place_store_engines(command: &Command) -> Done {
+fn place_store_engines(command: &Command) -> Result<(), Error> {
     let (engine, input): (&EngineArgs, Option<&PathBuf>) = match command {
         Command::Sql { engine, .. } => (engine, None),
         Command::Run { source, .. }
@@ -115,7 +120,7 @@ fn ballista(role: BallistaRole) -> Done {
                 runtime.block_on(roles::run_executor(opts))
             }
         };
-        served.map_err(Error::store)
+        served.map_err(Error::store).map(|()| String::new())
     }
     #[cfg(not(feature = "ballista"))]
     {
@@ -140,14 +145,15 @@ fn ingest(inputs: &[PathBuf], run_target: Option<RunTargetArgs>, store: Option<L
         labels.extend(run.labels());
     }
     let opts = IngestOptions { store: store_or_default(&store)?, run_id, labels, force };
+    let mut out = String::new();
     for input in &inputs {
         let outcome = ingest::ingest(input, &opts)?;
-        print!("{}", render::ingest_outcome(&outcome, input));
+        out.push_str(&render::ingest_outcome(&outcome, input));
         for line in render::ingest_warnings(&outcome) {
             eprintln!("{line}");
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 fn publish(opts: &PublishOptions, output: Option<&Path>) -> Done {
@@ -158,16 +164,19 @@ fn publish(opts: &PublishOptions, output: Option<&Path>) -> Done {
 fn sql(query: &str, store: Option<Location>, format: Format) -> Done {
     let store = store_or_default(&store)?;
     let batches = runtime().block_on(async { Engine::open(&store).await?.sql(query).await })?;
-    print!("{}", render::render(&batches, format));
-    Ok(())
+    Ok(render::render(&batches, format))
 }
 
-fn list_queries(name: Option<&str>) -> Done {
-    match name {
-        None => print!("{}", render::query_list(queries::QUERIES)),
-        Some(n) => print!("{}", find_query(n)?.text),
-    }
-    Ok(())
+fn list_queries(name: Option<&str>, format: ListFormat) -> Done {
+    let chosen = match name {
+        None => queries::QUERIES,
+        Some(n) => std::slice::from_ref(find_query(n)?),
+    };
+    Ok(match (format, name) {
+        (ListFormat::Json, _) => render::json_text(&render::query_list_json(chosen)),
+        (ListFormat::Text, None) => render::query_list(chosen),
+        (ListFormat::Text, Some(_)) => chosen[0].text.to_string(),
+    })
 }
 
 fn find_query(name: &str) -> Result<&'static queries::NamedQuery, Error> {
@@ -193,8 +202,7 @@ fn run_named(name: &str, source: &SourceArgs, params: &[String], format: Format)
         query.bind(&params).map_err(Error::usage)?;
         Ok::<_, Error>(engine.run_named(name, &params).await?)
     })?;
-    print!("{}", render::render(&batches, format));
-    Ok(())
+    Ok(render::render(&batches, format))
 }
 
 fn summarize(source: &SourceArgs, output: Option<&Path>, warmup_steps: i64, hot_op_limit: usize, breakdown_mode: BreakdownMode) -> Done {
@@ -211,11 +219,14 @@ fn subject(source: SourceArgs, summary: Option<PathBuf>) -> Result<Subject, Erro
 
 fn query(question: &str, source: SourceArgs, summary: Option<PathBuf>, top_k: usize, format: AnswerFormat, show_sql: bool) -> Done {
     let answer = runtime().block_on(ask::ask(question, &subject(source, summary)?, top_k, show_sql))?;
-    print_answer(&answer, format);
+    let text = match format {
+        AnswerFormat::Json => render::json_text(&answer),
+        AnswerFormat::Table => render::answer_table(&answer),
+    };
     if ask::is_unrecognized(&answer) {
-        return Err(ask::unrecognized());
+        return Err(ask::unrecognized(text));
     }
-    Ok(())
+    Ok(text)
 }
 
 fn report(source: SourceArgs, summary: Option<PathBuf>, output: Option<&Path>, top_k: usize, format: ReportFormat) -> Done {
@@ -294,14 +305,12 @@ fn export_trace(source: &SourceArgs, output: &Path, opts: &ExportOptions) -> Don
         let opened = profq::source::open_whole(&source, Spread::Narrow).await?;
         export::export(&opened.engine, &opened.run_id, &source.name(), opts, output).await
     })?;
-    print!("{}", render::exported(&done, output));
-    Ok(())
+    Ok(render::exported(&done, output))
 }
 
 fn describe_schema(table: Option<&str>, markdown: bool) -> Done {
     if markdown {
-        print!("{}", schema::markdown());
-        return Ok(());
+        return Ok(schema::markdown());
     }
     match table {
         Some(name) => {
@@ -309,32 +318,21 @@ fn describe_schema(table: Option<&str>, markdown: bool) -> Done {
                 let names: Vec<&str> = schema::TABLES.iter().map(|t| t.name).collect();
                 Error::usage(format!("no table {name:?}; tables: {}", names.join(", ")))
             })?;
-            print!("{}", schema::describe(t));
+            Ok(schema::describe(t))
         }
-        None => print!("{}", schema::describe_all()),
-    }
-    Ok(())
-}
-
-fn print_answer(answer: &serde_json::Value, format: AnswerFormat) {
-    match format {
-        AnswerFormat::Json => print!("{}", render::json_text(answer)),
-        AnswerFormat::Table => print!("{}", render::answer_table(answer)),
+        None => Ok(schema::describe_all()),
     }
 }
 
-/// Prints `text`, or writes it to `output` (creating parent dirs) and prints only the path.
+/// `text`, or, given an `output`, the line of its path once `text` is written there
+/// (creating parent dirs).
 fn emit(text: &str, output: Option<&Path>) -> Done {
-    let Some(path) = output else {
-        print!("{text}");
-        return Ok(());
-    };
+    let Some(path) = output else { return Ok(text.to_string()) };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Error::store(format!("{}: {e}", parent.display())))?;
     }
     std::fs::write(path, text).map_err(|e| Error::store(format!("{}: {e}", path.display())))?;
-    println!("{}", path.display());
-    Ok(())
+    Ok(format!("{}\n", path.display()))
 }
 
 /// `KEY=VALUE` arguments as pairs, in the order given.

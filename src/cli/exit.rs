@@ -16,11 +16,16 @@ pub fn code(kind: Kind) -> u8 {
     }
 }
 
-/// The status a command's result ends profq with; a failure's line goes to stderr.
-pub fn status(result: Result<(), Error>) -> u8 {
+/// Prints a command's result, and gives the status it ends profq with: its output goes to
+/// stdout, a failure's line to stderr.
+pub fn status(result: Result<String, Error>) -> u8 {
     match result {
-        Ok(()) => SUCCESS,
+        Ok(output) => {
+            print!("{output}");
+            SUCCESS
+        }
         Err(e) => {
+            print!("{}", e.output);
             if !e.message.is_empty() {
                 eprintln!("profq: {}", e.message);
             }

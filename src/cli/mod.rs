@@ -1,11 +1,12 @@
 //! The command line, in the order a command goes through it: `args` (what was asked),
-//! `commands` (call the library, print what `profq::render` makes of the result), `exit`
-//! (a failure's status).
+//! `commands` (call the library, return what `profq::render` makes of the result), `exit`
+//! (print it, and a failure's status). `mcp` serves the same commands as MCP tools.
 
 pub mod args;
 pub mod bundle;
 pub mod commands;
 pub mod exit;
+pub mod mcp;
 
 use args::Command;
 use profq::process::Workload;

@@ -74,6 +74,28 @@ pub fn query_list(queries: &[crate::engine::queries::NamedQuery]) -> String {
     queries.iter().map(|q| format!("{:width$}  {}\n", q.name, q.description())).collect()
 }
 
+/// The named analyses as JSON: each with its name, description, parameters (name, type,
+/// default, what it means) and SQL, in the order `profq queries` lists them.
+pub fn query_list_json(queries: &[crate::engine::queries::NamedQuery]) -> serde_json::Value {
+    use crate::engine::queries::ParamKind;
+    let list = queries.iter().map(|q| {
+        let params: Vec<serde_json::Value> = q
+            .params()
+            .iter()
+            .map(|p| {
+                let kind = match p.kind {
+                    ParamKind::Text => "text",
+                    ParamKind::Int => "int",
+                    ParamKind::Float => "float",
+                };
+                serde_json::json!({"name": p.name, "type": kind, "default": p.default, "doc": p.doc})
+            })
+            .collect();
+        serde_json::json!({"name": q.name, "description": q.description(), "params": params, "sql": q.text})
+    });
+    serde_json::Value::Array(list.collect())
+}
+
 /// A JSON document as profq prints and writes it: sorted keys, indent 2, trailing newline
 /// (the reference tool's convention).
 pub fn json_text(doc: &serde_json::Value) -> String {

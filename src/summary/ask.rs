@@ -161,7 +161,7 @@ fn sql_of(name: &str, params: &BTreeMap<String, String>) -> Value {
     json!({"query": name, "sql": queries::find(name).and_then(|q| q.bind(params).ok())})
 }
 
-/// Ends a command on an unrecognised question with exit 2, its answer already printed.
-pub fn unrecognized() -> Error {
-    Error::quiet(Kind::Usage)
+/// Ends a command on an unrecognised question with exit 2, printing its answer (`text`).
+pub fn unrecognized(text: String) -> Error {
+    Error::quiet(Kind::Usage, text)
 }
