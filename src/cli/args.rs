@@ -75,6 +75,11 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: ListFormat,
     },
+    /// The agent skill that teaches profq's workflow (skills/profq/SKILL.md).
+    Skills {
+        #[command(subcommand)]
+        action: SkillsAction,
+    },
     /// Serve the analyses to a coding agent over MCP (stdio): the tools summarize, query,
     /// run_query, sql, compare, list_queries, list_runs, report and export_trace, each the
     /// command of its name with `--format json`.
@@ -461,6 +466,12 @@ impl ReportFormat {
             _ => ReportFormat::Md,
         })
     }
+}
+
+#[derive(Subcommand)]
+pub enum SkillsAction {
+    /// Copy the skill into DIR (default: ~/.claude/skills), keeping any file already there.
+    Install { dir: Option<PathBuf> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

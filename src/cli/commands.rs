@@ -3,7 +3,8 @@
 //! `mcp` returns it as a tool's result). A failure is returned, never printed here (see `exit`).
 
 use super::args::{
-    store_or_default, AnswerFormat, BallistaRole, Command, CompareFormat, EngineArgs, ListFormat, PairArgs, ReportFormat, SourceArgs, ThresholdArgs,
+    store_or_default, AnswerFormat, BallistaRole, Command, CompareFormat, EngineArgs, ListFormat, PairArgs, ReportFormat, SkillsAction, SourceArgs,
+    ThresholdArgs,
 };
 use super::bundle;
 use profq::compare::{self, track};
@@ -27,6 +28,7 @@ type Done = Result<String, Error>;
 pub fn run(command: Command) -> Done {
     place_store_engines(&command)?;
     match command {
+        Command::Skills { action: SkillsAction::Install { dir } } => super::skills::install(dir.as_deref()),
         Command::Mcp { max_result_bytes, spill_dir } => super::mcp::serve(max_result_bytes, spill_dir).map(|()| String::new()),
         Command::Ingest { inputs, run_target, entity, project, store, run_id, labels, force } => {
             let target = run_target.map(|t| (t, entity, project));

@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod commands;
 pub mod exit;
 pub mod mcp;
+pub mod skills;
 
 use args::Command;
 use profq::process::Workload;
