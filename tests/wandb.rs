@@ -194,3 +194,56 @@ fn publishing_records_the_artifact_in_an_offline_wandb_run() {
     assert_eq!(artifacts[0]["type"], "profile_summary");
     assert_eq!(artifacts[0]["files"], json!(["report.md", "summary.json"]));
 }
+
+/// A W&B run is an INPUT of every command (`wandb://ENTITY/PROJECT/RUN_ID` or a wandb.ai run
+/// URL): each reads the profile its trainer wrote, as `--run-target` does, on both sides of a
+/// comparison too; an ingest labels the run with the W&B run's metadata.
+#[test]
+fn a_wandb_run_is_an_input_everywhere() {
+    let Some(s3) = S3::start() else { return };
+    s3.mkbucket("logs");
+    s3.upload("logs", "marin/before-1/profiler", &jax_cpu("mlp_before"));
+    s3.upload("logs", "marin/after-2/profiler", &jax_cpu("mlp_after"));
+    let runs = json!({
+        "marin-community/marin/run-1": {"config": {"trainer": {"log_dir": "s3://logs/marin", "id": "before-1"}}, "summaryMetrics": {}},
+        "marin-community/marin/run-2": {"config": {"trainer": {"log_dir": "s3://logs/marin", "id": "after-2"}}, "summaryMetrics": {}},
+        "marin-community/marin/no-log-dir": {"config": {"trainer": {}}, "summaryMetrics": {}},
+    });
+    let api = api(&runs);
+    let base = format!("http://127.0.0.1:{}", api.port);
+    let env = [("WANDB_BASE_URL", base.as_str()), ("WANDB_API_KEY", "test-key")];
+    let cache = temp_dir("wandb-input-cache");
+    let run = |args: &[&str]| {
+        let o = s3.profq(args, &cache, &env);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let by_bucket = run(&["summarize", "s3://logs/marin/before-1/profiler"]);
+    assert_eq!(run(&["summarize", "wandb://marin-community/marin/run-1"]), by_bucket, "summarize");
+    assert_eq!(run(&["summarize", "https://wandb.ai/marin-community/marin/runs/run-1"]), by_bucket, "a run URL");
+    let question = "what are the top 10 ops by exclusive time?";
+    assert_eq!(run(&["query", question, "wandb://marin-community/marin/run-1"]), run(&["query", question, "s3://logs/marin/before-1/profiler"]));
+    assert_eq!(
+        run(&["compare", "--before", "wandb://marin-community/marin/run-1", "--after", "wandb://marin-community/marin/run-2", "--format", "json"]),
+        run(&["compare", "--before", "s3://logs/marin/before-1/profiler", "--after", "s3://logs/marin/after-2/profiler", "--format", "json"]),
+        "both sides of a comparison"
+    );
+    let store = temp_dir("wandb-input-store");
+    run(&["ingest", "wandb://marin-community/marin/run-2", "--store", store.to_str().unwrap()]);
+    let rows = common::sql(&store, "SELECT run_id, labels FROM runs");
+    assert_eq!(rows[0]["run_id"], "after-2");
+    assert!(rows[0]["labels"].to_string().contains("marin-community/marin/run-2"), "{rows:?}");
+    // A missing run, a run without a profile dir, a wrong key, a malformed target: one line each, no key.
+    for (input, env, code, says) in [
+        ("wandb://marin-community/marin/nope", &env[..], 3, "no such run"),
+        ("wandb://marin-community/marin/no-log-dir", &env[..], 3, "log_dir"),
+        ("wandb://marin-community/marin/run-1", &[("WANDB_BASE_URL", base.as_str()), ("WANDB_API_KEY", "wrong")][..], 3, "401"),
+        ("wandb://marin-community", &env[..], 2, "ENTITY/PROJECT/RUN_ID"),
+    ] {
+        let o = s3.profq(&["summarize", input], &cache, env);
+        assert_eq!(o.status.code(), Some(code), "{input}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{input}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+        assert!(!stderr(&o).contains("test-key") && !stderr(&o).contains("wrong"), "{}", stderr(&o));
+    }
+}

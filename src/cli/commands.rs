@@ -25,8 +25,9 @@ use std::path::{Path, PathBuf};
 /// A command's stdout, or its failure.
 type Done = Result<String, Error>;
 
-pub fn run(command: Command) -> Done {
+pub fn run(mut command: Command) -> Done {
     place_store_engines(&command)?;
+    resolve_wandb_inputs(&mut command)?;
     match command {
         Command::Skills { action: SkillsAction::Install { dir } } => super::skills::install(dir.as_deref()),
         Command::Mcp { max_result_bytes, spill_dir } => super::mcp::serve(max_result_bytes, spill_dir).map(|()| String::new()),
@@ -96,6 +97,48 @@ fn place_store_engines(command: &Command) -> Result<(), Error> {
     }
 }
 
+/// The W&B run an INPUT names (`wandb://ENTITY/PROJECT/RUN_ID`, a wandb.ai run URL), read
+/// from W&B; None for any other INPUT.
+fn wandb_run_of(input: &str) -> Result<Option<wandb::WandbRun>, Error> {
+    let Some(target) = wandb::run_of_input(input) else { return Ok(None) };
+    let target = target.map_err(Error::usage)?;
+    Ok(Some(wandb::fetch_run(&target).map_err(Error::input)?))
+}
+
+/// Makes every INPUT that is a W&B run the profile its trainer wrote (as `ingest
+/// --run-target` reads it), so that every command reads W&B runs alike. Ingest reads them
+/// itself, to label the run with the W&B run's metadata.
+fn resolve_wandb_inputs(command: &mut Command) -> Result<(), Error> {
+    let profile = |input: &str| -> Result<Option<String>, Error> {
+        match wandb_run_of(input)? {
+            Some(run) => Ok(Some(run.profile_dir().map_err(Error::input)?)),
+            None => Ok(None),
+        }
+    };
+    match command {
+        Command::Run { source, .. }
+        | Command::Summarize { source, .. }
+        | Command::Query { source, .. }
+        | Command::Report { source, .. }
+        | Command::ExportTrace { source, .. } => {
+            if let Some(input) = source.input.as_mut() {
+                if let Some(dir) = profile(&input.to_string_lossy())? {
+                    *input = PathBuf::from(dir);
+                }
+            }
+        }
+        Command::Compare { pair, .. } | Command::Track { pair, .. } | Command::Bundle { pair, .. } => {
+            for side in [&mut pair.before, &mut pair.after] {
+                if let Some(dir) = profile(side)? {
+                    *side = dir;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Runs a role of a Ballista cluster until the process is stopped.
 fn ballista(role: BallistaRole) -> Done {
     #[cfg(feature = "ballista")]
@@ -134,21 +177,35 @@ fn ballista(role: BallistaRole) -> Done {
 /// A W&B run target as given: the target, and the entity and project of a bare id.
 type RunTargetArgs = (String, Option<String>, Option<String>);
 
-fn ingest(inputs: &[PathBuf], run_target: Option<RunTargetArgs>, store: Option<Location>, run_id: Option<String>, labels: &[String], force: bool) -> Done {
-    if run_id.is_some() && inputs.len() > 1 {
+fn ingest(
+    inputs_given: &[PathBuf],
+    run_target: Option<RunTargetArgs>,
+    store: Option<Location>,
+    run_id: Option<String>,
+    labels: &[String],
+    force: bool,
+) -> Done {
+    if run_id.is_some() && inputs_given.len() > 1 {
         return Err(Error::usage("--run-id names one run: give one INPUT with it"));
     }
-    let mut labels = key_values(labels, "--label")?;
-    let mut inputs = inputs.to_vec();
+    let labels = key_values(labels, "--label")?;
+    // Each INPUT with the labels of the W&B run it came from, if any.
+    let mut inputs: Vec<(PathBuf, Vec<(String, String)>)> = Vec::new();
+    for input in inputs_given {
+        match wandb_run_of(&input.to_string_lossy())? {
+            Some(run) => inputs.push((PathBuf::from(run.profile_dir().map_err(Error::input)?), run.labels())),
+            None => inputs.push((input.clone(), Vec::new())),
+        }
+    }
     if let Some((target, entity, project)) = run_target {
         let target = wandb::RunTarget::parse(&target, entity.as_deref(), project.as_deref()).map_err(Error::usage)?;
         let run = wandb::fetch_run(&target).map_err(Error::input)?;
-        inputs.push(PathBuf::from(run.profile_dir().map_err(Error::input)?));
-        labels.extend(run.labels());
+        inputs.push((PathBuf::from(run.profile_dir().map_err(Error::input)?), run.labels()));
     }
-    let opts = IngestOptions { store: store_or_default(&store)?, run_id, labels, force };
+    let store = store_or_default(&store)?;
     let mut out = String::new();
-    for input in &inputs {
+    for (input, from_wandb) in &inputs {
+        let opts = IngestOptions { store: store.clone(), run_id: run_id.clone(), labels: [labels.clone(), from_wandb.clone()].concat(), force };
         let outcome = ingest::ingest(input, &opts)?;
         out.push_str(&render::ingest_outcome(&outcome, input));
         for line in render::ingest_warnings(&outcome) {

@@ -50,6 +50,20 @@ impl RunTarget {
     }
 }
 
+/// The W&B run an INPUT names, when it names one: `wandb://ENTITY/PROJECT/RUN_ID` or a
+/// wandb.ai run URL. Any other INPUT is None.
+pub fn run_of_input(input: &str) -> Option<Result<RunTarget, String>> {
+    let target = match input.strip_prefix("wandb://") {
+        Some(path) if path.split('/').filter(|p| !p.is_empty()).count() < 3 => {
+            return Some(Err(format!("{input:?}: a W&B run INPUT is wandb://ENTITY/PROJECT/RUN_ID or a wandb.ai run URL")))
+        }
+        Some(path) => path,
+        None if input.starts_with("https://wandb.ai/") => input,
+        None => return None,
+    };
+    Some(RunTarget::parse(target, None, None))
+}
+
 /// What W&B holds of a run: its config and summary, as the client presents them (each
 /// config key's value unwrapped from W&B's `{"value": …, "desc": …}`).
 #[derive(Clone, Debug)]
