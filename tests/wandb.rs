@@ -247,3 +247,115 @@ fn a_wandb_run_is_an_input_everywhere() {
         assert!(!stderr(&o).contains("test-key") && !stderr(&o).contains("wrong"), "{}", stderr(&o));
     }
 }
+
+/// A W&B artifact is an INPUT (`wandb-artifact://ENTITY/PROJECT/NAME:ALIAS`): its files are
+/// listed through the API (page by page), fetched into the cache once, and read there as the
+/// local profile dir is; a second read fetches nothing while the digest is the same.
+#[test]
+fn a_wandb_artifact_is_an_input_fetched_once() {
+    let profile = jax_cpu("mlp_before");
+    let runs = json!({"__artifacts__": {"marin-community/marin/profile:v0": {"digest": "0123abcd", "dir": profile}}});
+    let api = api(&runs);
+    let base = format!("http://127.0.0.1:{}", api.port);
+    let cache = temp_dir("wandb-artifact-cache");
+    let run = |args: &[&str], key: &str| {
+        Command::new(env!("CARGO_BIN_EXE_profq"))
+            .args(args)
+            .env_remove("PROFQ_STORE")
+            .env("PROFQ_CACHE_DIR", &cache)
+            .env("WANDB_BASE_URL", &base)
+            .env("WANDB_API_KEY", key)
+            .output()
+            .unwrap()
+    };
+    let downloads = || -> u64 {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", api.port)).unwrap();
+        std::io::Write::write_all(&mut stream, b"GET /downloads HTTP/1.0\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+        let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        body["downloads"].as_u64().unwrap()
+    };
+    let input = "wandb-artifact://marin-community/marin/profile:v0";
+    let local = common::profq(&["summarize", profile.to_str().unwrap()]);
+    let o = run(&["summarize", input], "test-key");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body = |text: String| {
+        let mut doc: Value = serde_json::from_str(&text).unwrap();
+        doc.as_object_mut().unwrap().remove("source_path");
+        doc
+    };
+    assert!(body(stdout(&o)) == body(stdout(&local)), "the artifact summarised unlike the local dir");
+    let fetched = downloads();
+    assert!(fetched > 2, "several pages of files: {fetched}");
+    let o = run(&["summarize", input], "test-key");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(downloads(), fetched, "the second read comes from the cache");
+    for (input, key, code, says) in [
+        ("wandb-artifact://marin-community/marin/nope:v0", "test-key", 3, "no such artifact"),
+        ("wandb-artifact://marin-community/marin/profile:v0", "wrong", 3, "401"),
+        ("wandb-artifact://marin-community/profile", "test-key", 2, "NAME:ALIAS"),
+    ] {
+        let o = run(&["summarize", input], key);
+        assert_eq!(o.status.code(), Some(code), "{input}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{input}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
+/// The reference workflow through `profq mcp` against two W&B runs: an agent summarizes the
+/// run before a change and the run after it, asks what the top ops are, compares the two and
+/// reads the report, each tool given `wandb://` INPUTs (tests/agents/mcp_client.py, the
+/// official Python MCP client).
+#[test]
+fn an_agent_compares_two_wandb_runs_over_mcp() {
+    if !Command::new(python()).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success()) {
+        return common::servers::missing("the Python MCP client (pip install mcp)");
+    }
+    let Some(s3) = S3::start() else { return };
+    s3.mkbucket("logs");
+    s3.upload("logs", "marin/before-1/profiler", &jax_cpu("mlp_before"));
+    s3.upload("logs", "marin/after-2/profiler", &jax_cpu("mlp_after"));
+    let runs = json!({
+        "marin-community/marin/run-1": {"config": {"trainer": {"log_dir": "s3://logs/marin", "id": "before-1"}}, "summaryMetrics": {}},
+        "marin-community/marin/run-2": {"config": {"trainer": {"log_dir": "s3://logs/marin", "id": "after-2"}}, "summaryMetrics": {}},
+    });
+    let api = api(&runs);
+    let (before, after) = ("wandb://marin-community/marin/run-1", "wandb://marin-community/marin/run-2");
+    let calls = json!([
+        ["summarize", {"input": before}],
+        ["summarize", {"input": after}],
+        ["query", {"question": "what are the top 10 ops by exclusive time?", "input": after}],
+        ["compare", {"before": before, "after": after}],
+        ["report", {"input": after}],
+    ]);
+    let plan = json!({"servers": [{"args": [], "calls": calls}]});
+    let cache = temp_dir("wandb-mcp-cache");
+    let mut child = Command::new(python())
+        .arg(common::repo().join("tests/agents/mcp_client.py"))
+        .arg(env!("CARGO_BIN_EXE_profq"))
+        .envs(s3.env())
+        .env("PROFQ_CACHE_DIR", &cache)
+        .env("WANDB_BASE_URL", format!("http://127.0.0.1:{}", api.port))
+        .env("WANDB_API_KEY", "test-key")
+        .env_remove("PROFQ_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), plan.to_string().as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "mcp client: {}", stderr(&o));
+    let out: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let results = out[0]["results"].as_array().unwrap();
+    for r in results {
+        assert_eq!(r["is_error"], false, "{}: {}", r["tool"], r["text"]);
+    }
+    let before_summary: Value = serde_json::from_str(results[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(before_summary["source_path"], "s3://logs/marin/before-1/profiler", "the run's profile");
+    assert_ne!(results[0]["text"], results[1]["text"], "two runs, two summaries");
+    let compared: Value = serde_json::from_str(results[3]["text"].as_str().unwrap()).unwrap();
+    assert!(compared.get("verdict").is_some() || compared.get("step_time").is_some(), "a comparison: {compared}");
+    assert!(results[4]["text"].as_str().unwrap().starts_with('#'), "a markdown report");
+}

@@ -105,11 +105,23 @@ fn wandb_run_of(input: &str) -> Result<Option<wandb::WandbRun>, Error> {
     Ok(Some(wandb::fetch_run(&target).map_err(Error::input)?))
 }
 
+/// The local directory of the W&B artifact an INPUT names (`wandb-artifact://ENTITY/PROJECT/
+/// NAME:ALIAS`), fetched into the cache; None for any other INPUT.
+fn wandb_artifact_of(input: &str) -> Result<Option<PathBuf>, Error> {
+    let Some(artifact) = profq::wandb::artifact::of_input(input) else { return Ok(None) };
+    let artifact = artifact.map_err(Error::usage)?;
+    Ok(Some(profq::wandb::artifact::fetch(&artifact, &profq::remote::mirror::cache_dir()).map_err(Error::input)?))
+}
+
 /// Makes every INPUT that is a W&B run the profile its trainer wrote (as `ingest
-/// --run-target` reads it), so that every command reads W&B runs alike. Ingest reads them
-/// itself, to label the run with the W&B run's metadata.
+/// --run-target` reads it), and every W&B artifact the cache directory of its files, so that
+/// every command reads them alike. Ingest reads W&B runs itself, to label the run with the
+/// W&B run's metadata.
 fn resolve_wandb_inputs(command: &mut Command) -> Result<(), Error> {
     let profile = |input: &str| -> Result<Option<String>, Error> {
+        if let Some(dir) = wandb_artifact_of(input)? {
+            return Ok(Some(dir.display().to_string()));
+        }
         match wandb_run_of(input)? {
             Some(run) => Ok(Some(run.profile_dir().map_err(Error::input)?)),
             None => Ok(None),
@@ -192,6 +204,10 @@ fn ingest(
     // Each INPUT with the labels of the W&B run it came from, if any.
     let mut inputs: Vec<(PathBuf, Vec<(String, String)>)> = Vec::new();
     for input in inputs_given {
+        if let Some(dir) = wandb_artifact_of(&input.to_string_lossy())? {
+            inputs.push((dir, vec![("artifact_ref".to_string(), input.to_string_lossy().into_owned())]));
+            continue;
+        }
         match wandb_run_of(&input.to_string_lossy())? {
             Some(run) => inputs.push((PathBuf::from(run.profile_dir().map_err(Error::input)?), run.labels())),
             None => inputs.push((input.clone(), Vec::new())),

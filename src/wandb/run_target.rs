@@ -76,41 +76,18 @@ pub struct WandbRun {
 /// The GraphQL query W&B's client sends for `Api().run(path)`, reduced to the fields read here.
 const RUN_QUERY: &str = "query Run($project: String!, $entity: String!, $name: String!) { project(name: $project, entityName: $entity) { run(name: $name) { id name displayName config summaryMetrics } } }";
 
-/// W&B's API address: `$WANDB_BASE_URL`, else W&B's cloud.
-fn base_url() -> String {
-    std::env::var("WANDB_BASE_URL").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "https://api.wandb.ai".into()).trim_end_matches('/').to_string()
-}
-
 /// Reads the run from W&B's GraphQL API.
 pub fn fetch_run(target: &RunTarget) -> Result<WandbRun, String> {
-    let key = std::env::var("WANDB_API_KEY").map_err(|_| "W&B: set WANDB_API_KEY to read run targets".to_string())?;
-    let url = format!("{}/graphql", base_url());
-    let body = json!({"query": RUN_QUERY, "variables": {"entity": target.entity, "project": target.project, "name": target.run_id}});
-    let answer: Value = crate::remote::block_on(async move {
-        let response = reqwest::Client::new()
-            .post(&url)
-            .basic_auth("api", Some(key))
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| format!("W&B {url}: {}", crate::remote::one_line(&e.to_string())))?;
-        let status = response.status();
-        let text = response.text().await.map_err(|e| format!("W&B {url}: {e}"))?;
-        if !status.is_success() {
-            return Err(format!("W&B {url}: HTTP {status}: {}", crate::remote::one_line(&text)));
-        }
-        serde_json::from_str(&text).map_err(|e| format!("W&B {url}: not JSON: {e}"))
-    })?;
+    let variables = json!({"entity": target.entity, "project": target.project, "name": target.run_id});
+    let answer = super::api::graphql(RUN_QUERY, variables, "read run targets")?;
     run_of(target, &answer)
 }
 
 /// The run in a GraphQL answer (`{"data": {"project": {"run": {…}}}}`; config and summary are
 /// JSON texts, as W&B sends them).
 fn run_of(target: &RunTarget, answer: &Value) -> Result<WandbRun, String> {
-    if let Some(errors) = answer.get("errors").and_then(Value::as_array).filter(|e| !e.is_empty()) {
-        let messages: Vec<&str> = errors.iter().filter_map(|e| e["message"].as_str()).collect();
-        return Err(format!("W&B run {}: {}", target.path(), messages.join("; ")));
+    if let Some(messages) = super::api::errors(answer) {
+        return Err(format!("W&B run {}: {messages}", target.path()));
     }
     let run = &answer["data"]["project"]["run"];
     if !run.is_object() {
