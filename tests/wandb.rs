@@ -221,6 +221,8 @@ fn a_wandb_run_is_an_input_everywhere() {
     let by_bucket = run(&["summarize", "s3://logs/marin/before-1/profiler"]);
     assert_eq!(run(&["summarize", "wandb://marin-community/marin/run-1"]), by_bucket, "summarize");
     assert_eq!(run(&["summarize", "https://wandb.ai/marin-community/marin/runs/run-1"]), by_bucket, "a run URL");
+    let bare = s3.profq(&["summarize", "wandb://run-1"], &cache, &[env[0], env[1], ("WANDB_ENTITY", "marin-community"), ("WANDB_PROJECT", "marin")]);
+    assert_eq!(stdout(&bare), by_bucket, "a bare id of WANDB_ENTITY/WANDB_PROJECT: {}", stderr(&bare));
     let question = "what are the top 10 ops by exclusive time?";
     assert_eq!(run(&["query", question, "wandb://marin-community/marin/run-1"]), run(&["query", question, "s3://logs/marin/before-1/profiler"]));
     assert_eq!(
@@ -238,7 +240,8 @@ fn a_wandb_run_is_an_input_everywhere() {
         ("wandb://marin-community/marin/nope", &env[..], 3, "no such run"),
         ("wandb://marin-community/marin/no-log-dir", &env[..], 3, "log_dir"),
         ("wandb://marin-community/marin/run-1", &[("WANDB_BASE_URL", base.as_str()), ("WANDB_API_KEY", "wrong")][..], 3, "401"),
-        ("wandb://marin-community", &env[..], 2, "ENTITY/PROJECT/RUN_ID"),
+        ("wandb://marin-community/marin", &env[..], 2, "ENTITY/PROJECT/RUN_ID"),
+        ("wandb://run-1", &env[..], 2, "WANDB_ENTITY"),
     ] {
         let o = s3.profq(&["summarize", input], &cache, env);
         assert_eq!(o.status.code(), Some(code), "{input}: {}", stderr(&o));

@@ -50,18 +50,21 @@ impl RunTarget {
     }
 }
 
-/// The W&B run an INPUT names, when it names one: `wandb://ENTITY/PROJECT/RUN_ID` or a
-/// wandb.ai run URL. Any other INPUT is None.
+/// The W&B run an INPUT names, when it names one: `wandb://ENTITY/PROJECT/RUN_ID`, a bare
+/// `wandb://RUN_ID` of `$WANDB_ENTITY`/`$WANDB_PROJECT`, or a wandb.ai run URL. Any other
+/// INPUT is None.
 pub fn run_of_input(input: &str) -> Option<Result<RunTarget, String>> {
     let target = match input.strip_prefix("wandb://") {
-        Some(path) if path.split('/').filter(|p| !p.is_empty()).count() < 3 => {
-            return Some(Err(format!("{input:?}: a W&B run INPUT is wandb://ENTITY/PROJECT/RUN_ID or a wandb.ai run URL")))
+        Some(path) if path.split('/').filter(|p| !p.is_empty()).count() == 2 => {
+            return Some(Err(format!("{input:?}: a W&B run INPUT is wandb://ENTITY/PROJECT/RUN_ID, wandb://RUN_ID or a wandb.ai run URL")))
         }
         Some(path) => path,
         None if input.starts_with("https://wandb.ai/") => input,
         None => return None,
     };
-    Some(RunTarget::parse(target, None, None))
+    // A bare id is of the entity and project W&B's own client defaults to.
+    let (entity, project) = (std::env::var("WANDB_ENTITY").ok(), std::env::var("WANDB_PROJECT").ok());
+    Some(RunTarget::parse(target, entity.as_deref(), project.as_deref()).map_err(|e| e.replace("--entity and --project", "WANDB_ENTITY and WANDB_PROJECT")))
 }
 
 /// What W&B holds of a run: its config and summary, as the client presents them (each
