@@ -5,31 +5,10 @@
 
 mod common;
 
-use common::servers::{missing, python};
 use common::*;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 const TOOLS: [&str; 9] = ["compare", "export_trace", "list_queries", "list_runs", "query", "report", "run_query", "sql", "summarize"];
-
-/// Runs the plan through the Python client; per server, its listing and its results.
-fn drive(plan: &Value) -> Vec<Value> {
-    let script = repo().join("tests/agents/mcp_client.py");
-    let mut child = Command::new(python())
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_profq"))
-        .env_remove("PROFQ_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(plan.to_string().as_bytes()).unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "mcp client: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
 
 fn cli(args: &[&str]) -> String {
     let o = profq(args);
@@ -39,8 +18,8 @@ fn cli(args: &[&str]) -> String {
 
 #[test]
 fn an_agent_gets_what_the_commands_print() {
-    if Command::new(python()).args(["-c", "import mcp"]).output().map_or(true, |o| !o.status.success()) {
-        return missing("the Python MCP client (pip install mcp)");
+    if !has_mcp_client() {
+        return;
     }
     let dir = temp_dir("mcp");
     let (before, after) = (repo().join("tests/data/jax_cpu/mlp_before"), repo().join("tests/data/jax_cpu/mlp_after"));
@@ -73,7 +52,7 @@ fn an_agent_gets_what_the_commands_print() {
         {"args": [], "calls": calls},
         {"args": ["--max-result-bytes", "2000", "--spill-dir", spill.to_str().unwrap()], "calls": [["summarize", {"input": before}], ["list_runs", {"store": store}]]},
     ]});
-    let servers = drive(&plan);
+    let servers = drive_mcp(&plan, &[]);
     let names: Vec<&str> = servers[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     let mut sorted = names.clone();
     sorted.sort();

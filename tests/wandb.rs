@@ -195,12 +195,10 @@ fn publishing_records_the_artifact_in_an_offline_wandb_run() {
     assert_eq!(artifacts[0]["files"], json!(["report.md", "summary.json"]));
 }
 
-/// A W&B run is an INPUT of every command (`wandb://ENTITY/PROJECT/RUN_ID` or a wandb.ai run
-/// URL): each reads the profile its trainer wrote, as `--run-target` does, on both sides of a
-/// comparison too; an ingest labels the run with the W&B run's metadata.
-#[test]
-fn a_wandb_run_is_an_input_everywhere() {
-    let Some(s3) = S3::start() else { return };
+/// Two W&B runs (run-1 before a change, run-2 after it) whose trainers wrote their profiles
+/// to moto's S3, and a third whose config names no log dir, served by the stand-in API.
+fn two_runs() -> Option<(S3, Api)> {
+    let s3 = S3::start()?;
     s3.mkbucket("logs");
     s3.upload("logs", "marin/before-1/profiler", &jax_cpu("mlp_before"));
     s3.upload("logs", "marin/after-2/profiler", &jax_cpu("mlp_after"));
@@ -209,7 +207,15 @@ fn a_wandb_run_is_an_input_everywhere() {
         "marin-community/marin/run-2": {"config": {"trainer": {"log_dir": "s3://logs/marin", "id": "after-2"}}, "summaryMetrics": {}},
         "marin-community/marin/no-log-dir": {"config": {"trainer": {}}, "summaryMetrics": {}},
     });
-    let api = api(&runs);
+    Some((s3, api(&runs)))
+}
+
+/// A W&B run is an INPUT of every command (`wandb://ENTITY/PROJECT/RUN_ID` or a wandb.ai run
+/// URL): each reads the profile its trainer wrote, as `--run-target` does, on both sides of a
+/// comparison too; an ingest labels the run with the W&B run's metadata.
+#[test]
+fn a_wandb_run_is_an_input_everywhere() {
+    let Some((s3, api)) = two_runs() else { return };
     let base = format!("http://127.0.0.1:{}", api.port);
     let env = [("WANDB_BASE_URL", base.as_str()), ("WANDB_API_KEY", "test-key")];
     let cache = temp_dir("wandb-input-cache");
@@ -312,18 +318,10 @@ fn a_wandb_artifact_is_an_input_fetched_once() {
 /// official Python MCP client).
 #[test]
 fn an_agent_compares_two_wandb_runs_over_mcp() {
-    if !Command::new(python()).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success()) {
-        return common::servers::missing("the Python MCP client (pip install mcp)");
+    if !common::has_mcp_client() {
+        return;
     }
-    let Some(s3) = S3::start() else { return };
-    s3.mkbucket("logs");
-    s3.upload("logs", "marin/before-1/profiler", &jax_cpu("mlp_before"));
-    s3.upload("logs", "marin/after-2/profiler", &jax_cpu("mlp_after"));
-    let runs = json!({
-        "marin-community/marin/run-1": {"config": {"trainer": {"log_dir": "s3://logs/marin", "id": "before-1"}}, "summaryMetrics": {}},
-        "marin-community/marin/run-2": {"config": {"trainer": {"log_dir": "s3://logs/marin", "id": "after-2"}}, "summaryMetrics": {}},
-    });
-    let api = api(&runs);
+    let Some((s3, api)) = two_runs() else { return };
     let (before, after) = ("wandb://marin-community/marin/run-1", "wandb://marin-community/marin/run-2");
     let calls = json!([
         ["summarize", {"input": before}],
@@ -334,23 +332,13 @@ fn an_agent_compares_two_wandb_runs_over_mcp() {
     ]);
     let plan = json!({"servers": [{"args": [], "calls": calls}]});
     let cache = temp_dir("wandb-mcp-cache");
-    let mut child = Command::new(python())
-        .arg(common::repo().join("tests/agents/mcp_client.py"))
-        .arg(env!("CARGO_BIN_EXE_profq"))
-        .envs(s3.env())
-        .env("PROFQ_CACHE_DIR", &cache)
-        .env("WANDB_BASE_URL", format!("http://127.0.0.1:{}", api.port))
-        .env("WANDB_API_KEY", "test-key")
-        .env_remove("PROFQ_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), plan.to_string().as_bytes()).unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "mcp client: {}", stderr(&o));
-    let out: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut env = s3.env();
+    env.extend([
+        ("PROFQ_CACHE_DIR".to_string(), cache.display().to_string()),
+        ("WANDB_BASE_URL".to_string(), format!("http://127.0.0.1:{}", api.port)),
+        ("WANDB_API_KEY".to_string(), "test-key".to_string()),
+    ]);
+    let out = common::drive_mcp(&plan, &env);
     let results = out[0]["results"].as_array().unwrap();
     for r in results {
         assert_eq!(r["is_error"], false, "{}: {}", r["tool"], r["text"]);

@@ -225,3 +225,32 @@ pub fn as_i64(v: &serde_json::Value) -> i64 {
 pub fn as_str(v: &serde_json::Value) -> &str {
     v.as_str().unwrap_or("")
 }
+
+/// Runs `plan` through the official Python MCP client (`tests/agents/mcp_client.py`) against
+/// `profq mcp` started with `env`; per server, its listing and its results.
+pub fn drive_mcp(plan: &serde_json::Value, env: &[(String, String)]) -> Vec<serde_json::Value> {
+    use std::io::Write;
+    let mut child = Command::new(servers::python())
+        .arg(repo().join("tests/agents/mcp_client.py"))
+        .arg(env!("CARGO_BIN_EXE_profq"))
+        .env_remove("PROFQ_STORE")
+        .envs(env.iter().cloned())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(plan.to_string().as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "mcp client: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Whether the Python MCP client is installed (under `CI=true` it must be).
+pub fn has_mcp_client() -> bool {
+    if Command::new(servers::python()).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    servers::missing("the Python MCP client (pip install mcp)");
+    false
+}
