@@ -229,6 +229,12 @@ fn a_wandb_run_is_an_input_everywhere() {
     assert_eq!(run(&["summarize", "https://wandb.ai/marin-community/marin/runs/run-1"]), by_bucket, "a run URL");
     let bare = s3.profq(&["summarize", "wandb://run-1"], &cache, &[env[0], env[1], ("WANDB_ENTITY", "marin-community"), ("WANDB_PROJECT", "marin")]);
     assert_eq!(stdout(&bare), by_bucket, "a bare id of WANDB_ENTITY/WANDB_PROJECT: {}", stderr(&bare));
+    assert_eq!(run(&["summarize", "run-1", "--entity", "marin-community", "--project", "marin"]), by_bucket, "a bare id of --entity and --project");
+    assert_eq!(
+        run(&["compare", "--before", "run-1", "--after", "run-2", "--entity", "marin-community", "--project", "marin", "--format", "json"]),
+        run(&["compare", "--before", "s3://logs/marin/before-1/profiler", "--after", "s3://logs/marin/after-2/profiler", "--format", "json"]),
+        "bare ids on both sides"
+    );
     let question = "what are the top 10 ops by exclusive time?";
     assert_eq!(run(&["query", question, "wandb://marin-community/marin/run-1"]), run(&["query", question, "s3://logs/marin/before-1/profiler"]));
     assert_eq!(

@@ -382,6 +382,8 @@ pub struct PairArgs {
     pub strict_provenance: bool,
     #[arg(long, default_value_t = 5)]
     pub warmup_steps: i64,
+    #[command(flatten)]
+    pub wandb: WandbArgs,
 }
 
 impl PairArgs {
@@ -409,6 +411,19 @@ pub struct SourceArgs {
     pub store: Option<Location>,
     #[command(flatten)]
     pub engine: EngineArgs,
+    #[command(flatten)]
+    pub wandb: WandbArgs,
+}
+
+/// The W&B entity and project of an INPUT given as a bare W&B run id.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct WandbArgs {
+    /// W&B entity of a bare run id INPUT (`RUN_ID` or `wandb://RUN_ID`) [default: $WANDB_ENTITY].
+    #[arg(long)]
+    pub entity: Option<String>,
+    /// W&B project of a bare run id INPUT [default: $WANDB_PROJECT].
+    #[arg(long)]
+    pub project: Option<String>,
 }
 
 impl SourceArgs {

@@ -4,7 +4,7 @@
 
 use super::args::{
     store_or_default, AnswerFormat, BallistaRole, Command, CompareFormat, EngineArgs, ListFormat, PairArgs, ReportFormat, SkillsAction, SourceArgs,
-    ThresholdArgs,
+    ThresholdArgs, WandbArgs,
 };
 use super::bundle;
 use profq::compare::{self, track};
@@ -97,10 +97,14 @@ fn place_store_engines(command: &Command) -> Result<(), Error> {
     }
 }
 
-/// The W&B run an INPUT names (`wandb://ENTITY/PROJECT/RUN_ID`, a wandb.ai run URL), read
-/// from W&B; None for any other INPUT.
-fn wandb_run_of(input: &str) -> Result<Option<wandb::WandbRun>, Error> {
-    let Some(target) = wandb::run_of_input(input) else { return Ok(None) };
+/// The W&B run an INPUT names (`wandb://ENTITY/PROJECT/RUN_ID`, a wandb.ai run URL, or a
+/// bare run id of `--entity` and `--project`), read from W&B; None for any other INPUT.
+fn wandb_run_of(input: &str, names: &WandbArgs) -> Result<Option<wandb::WandbRun>, Error> {
+    // A bare id without the wandb:// scheme, when an entity and a project say it is one and no
+    // file has that name.
+    let bare = names.entity.is_some() && names.project.is_some() && !input.contains('/') && !Path::new(input).exists();
+    let input = if bare { format!("wandb://{input}") } else { input.to_string() };
+    let Some(target) = wandb::run_of_input(&input, names.entity.as_deref(), names.project.as_deref()) else { return Ok(None) };
     let target = target.map_err(Error::usage)?;
     Ok(Some(wandb::fetch_run(&target).map_err(Error::input)?))
 }
@@ -118,11 +122,11 @@ fn wandb_artifact_of(input: &str) -> Result<Option<PathBuf>, Error> {
 /// every command reads them alike. Ingest reads W&B runs itself, to label the run with the
 /// W&B run's metadata.
 fn resolve_wandb_inputs(command: &mut Command) -> Result<(), Error> {
-    let profile = |input: &str| -> Result<Option<String>, Error> {
+    let profile = |input: &str, names: &WandbArgs| -> Result<Option<String>, Error> {
         if let Some(dir) = wandb_artifact_of(input)? {
             return Ok(Some(dir.display().to_string()));
         }
-        match wandb_run_of(input)? {
+        match wandb_run_of(input, names)? {
             Some(run) => Ok(Some(run.profile_dir().map_err(Error::input)?)),
             None => Ok(None),
         }
@@ -134,14 +138,14 @@ fn resolve_wandb_inputs(command: &mut Command) -> Result<(), Error> {
         | Command::Report { source, .. }
         | Command::ExportTrace { source, .. } => {
             if let Some(input) = source.input.as_mut() {
-                if let Some(dir) = profile(&input.to_string_lossy())? {
+                if let Some(dir) = profile(&input.to_string_lossy(), &source.wandb)? {
                     *input = PathBuf::from(dir);
                 }
             }
         }
         Command::Compare { pair, .. } | Command::Track { pair, .. } | Command::Bundle { pair, .. } => {
             for side in [&mut pair.before, &mut pair.after] {
-                if let Some(dir) = profile(side)? {
+                if let Some(dir) = profile(side, &pair.wandb)? {
                     *side = dir;
                 }
             }
@@ -208,7 +212,7 @@ fn ingest(
             inputs.push((dir, vec![("artifact_ref".to_string(), input.to_string_lossy().into_owned())]));
             continue;
         }
-        match wandb_run_of(&input.to_string_lossy())? {
+        match wandb_run_of(&input.to_string_lossy(), &WandbArgs::default())? {
             Some(run) => inputs.push((PathBuf::from(run.profile_dir().map_err(Error::input)?), run.labels())),
             None => inputs.push((input.clone(), Vec::new())),
         }

@@ -51,9 +51,9 @@ impl RunTarget {
 }
 
 /// The W&B run an INPUT names, when it names one: `wandb://ENTITY/PROJECT/RUN_ID`, a bare
-/// `wandb://RUN_ID` of `$WANDB_ENTITY`/`$WANDB_PROJECT`, or a wandb.ai run URL. Any other
-/// INPUT is None.
-pub fn run_of_input(input: &str) -> Option<Result<RunTarget, String>> {
+/// `wandb://RUN_ID` of `entity` and `project` (default `$WANDB_ENTITY`, `$WANDB_PROJECT`),
+/// or a wandb.ai run URL. Any other INPUT is None.
+pub fn run_of_input(input: &str, entity: Option<&str>, project: Option<&str>) -> Option<Result<RunTarget, String>> {
     let target = match input.strip_prefix("wandb://") {
         Some(path) if path.split('/').filter(|p| !p.is_empty()).count() == 2 => {
             return Some(Err(format!("{input:?}: a W&B run INPUT is wandb://ENTITY/PROJECT/RUN_ID, wandb://RUN_ID or a wandb.ai run URL")))
@@ -62,9 +62,14 @@ pub fn run_of_input(input: &str) -> Option<Result<RunTarget, String>> {
         None if input.starts_with("https://wandb.ai/") => input,
         None => return None,
     };
-    // A bare id is of the entity and project W&B's own client defaults to.
-    let (entity, project) = (std::env::var("WANDB_ENTITY").ok(), std::env::var("WANDB_PROJECT").ok());
-    Some(RunTarget::parse(target, entity.as_deref(), project.as_deref()).map_err(|e| e.replace("--entity and --project", "WANDB_ENTITY and WANDB_PROJECT")))
+    // A bare id is of the entity and project given, else those W&B's own client defaults to.
+    let from_env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
+    let entity = entity.map(str::to_string).or_else(|| from_env("WANDB_ENTITY"));
+    let project = project.map(str::to_string).or_else(|| from_env("WANDB_PROJECT"));
+    Some(
+        RunTarget::parse(target, entity.as_deref(), project.as_deref())
+            .map_err(|e| e.replace("--entity and --project", "--entity and --project (or WANDB_ENTITY and WANDB_PROJECT)")),
+    )
 }
 
 /// What W&B holds of a run: its config and summary, as the client presents them (each
