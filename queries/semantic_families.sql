@@ -1,12 +1,13 @@
 -- Semantic families over ALL ops of the run (not a truncated top-N).
 --
 -- Answers: how much time goes to attention, loss, optimizer, MoE, MLP, norms, collectives,
--- fusions, copies, converts? The first matching rule wins, tested case-insensitively on
--- "canonical name + space + scope path": attention_splash, attention_flash, loss_xent,
--- optimizer_muon, optimizer_adam, optimizer_apply, moe, attention_dense, dense_mlp,
--- norm_gating; then collective (any op with a collective kind, so `psum.7` counts), fusion
--- (opcode `fusion` or a name with the word fusion, so `fusion.3` counts), copy, convert,
--- else other.
+-- fusions, copies, converts? A collective (any op with a collective kind, so `psum.7`
+-- counts) is `collective` wherever it was called from: a scope path that names attention or
+-- a norm says where the collective was issued, not what it does. Other ops take the first
+-- matching rule, tested case-insensitively on "canonical name + space + scope path":
+-- attention_splash, attention_flash, loss_xent, optimizer_muon, optimizer_adam,
+-- optimizer_apply, moe, attention_dense, dense_mlp, norm_gating; then fusion (opcode
+-- `fusion` or a name with the word fusion, so `fusion.3` counts), copy, convert, else other.
 --
 -- Parameters:
 --   run_id  TEXT          run to analyse
@@ -44,6 +45,7 @@ kinds AS (
 f AS (
   SELECT hlo_op, shape, n, dur_ns, self_ns,
     CASE
+      WHEN collective_kind <> '' THEN 'collective'
       WHEN regexp_like(text, 'splash_mha|splash_attention') THEN 'attention_splash'
       WHEN regexp_like(text, 'flash_attention|fused_attention|fa4_cute') THEN 'attention_flash'
       WHEN regexp_like(text, 'linear_softmax_cross_entropy_loss|softmax_cross_entropy|xent') THEN 'loss_xent'
@@ -54,7 +56,6 @@ f AS (
       WHEN regexp_like(text, 'causalselfattention|apply_rotary_embedding|(^|/)attention(/|$)') THEN 'attention_dense'
       WHEN regexp_like(text, 'densemlp|(^|/)mlp(/|$)') THEN 'dense_mlp'
       WHEN regexp_like(text, 'rmsnorm|gatednorm|layernorm|layer_norm|jit\(silu\)|(^|/)ln[0-9_]*(/|$)') THEN 'norm_gating'
-      WHEN collective_kind <> '' THEN 'collective'
       WHEN opcode = 'fusion' OR regexp_like(lname, '(^|[^a-z])fusion([^a-z]|$)') THEN 'fusion'
       WHEN regexp_like(lname, '^%?copy([.-]|$)') THEN 'copy'
       WHEN regexp_like(text, 'convert_element_type') OR opcode = 'convert' THEN 'convert'

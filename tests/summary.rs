@@ -777,3 +777,25 @@ fn summaries_read_back_into_the_typed_document_unchanged() {
         assert_eq!(round_trip(&seed), seed, "{capture}");
     }
 }
+
+/// A collective is in the `collective` family wherever it was called from: the scope path of
+/// an all-reduce issued under `attention` or of an all-gather under a norm says where it was
+/// issued, not what it does.
+#[test]
+fn a_collective_stays_a_collective() {
+    let dir = temp_dir("families");
+    let path = dir.join("scoped.trace.json.gz");
+    let events = [
+        (1, 1, "fusion.1", 0.0, 100.0, r#"{"tf_op": "model/attention/dot_general"}"#),
+        (1, 1, "all-reduce.26", 100.0, 40.0, r#"{"tf_op": "model/attention/psum"}"#),
+        (1, 1, "all-gather.6", 140.0, 30.0, r#"{"tf_op": "model/rmsnorm/all_gather"}"#),
+        (1, 1, "fusion.2", 170.0, 20.0, r#"{"tf_op": "model/rmsnorm/mul"}"#),
+    ];
+    write_trace_json(&path, &[(1, "/device:TPU:0")], &[(1, 1, "XLA Ops")], &events);
+    let s = summarize(&path, &[]);
+    let family = |name: &str| s["semantic_families"].as_array().unwrap().iter().find(|x| x["family"] == name).cloned();
+    let collective = family("collective").unwrap_or_else(|| panic!("{}", s["semantic_families"]));
+    assert_eq!(collective["count"], 2, "{collective}");
+    assert_eq!(family("attention_dense").map(|f| f["count"].clone()), Some(Value::from(1)));
+    assert_eq!(family("norm_gating").map(|f| f["count"].clone()), Some(Value::from(1)));
+}
