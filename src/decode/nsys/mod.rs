@@ -26,7 +26,7 @@ mod xla;
 
 use super::part_bytes;
 use crate::model::names::step_marked;
-use crate::model::{note_peak, Capture, EventChunk, Line, Plane, PlaneKind, LOCAL_TAG, NO_STR};
+use crate::model::{note_peak, Capture, EventChunk, Line, Plane, PlaneKind, NO_STR};
 use regex::Regex;
 use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap as HashMap;
@@ -402,11 +402,6 @@ impl<'a> Reader<'a> {
         s
     }
 
-    /// The text of a chunk-local string id.
-    fn local_text(&self, id: u32) -> String {
-        self.chunk.local_strings.get(id & !LOCAL_TAG).unwrap_or("").to_string()
-    }
-
     fn add_plane(&mut self, name: &str, kind: PlaneKind, device: &str) -> u32 {
         let plane = self.capture.planes.len() as u32;
         let (name, device) = (self.capture.strings.intern(name), if device.is_empty() { NO_STR } else { self.capture.strings.intern(device) });
@@ -565,10 +560,7 @@ impl<'a> Reader<'a> {
             }
             let text = match r.text(4)? {
                 Some(t) => t,
-                None => {
-                    let id = me.string(r.int(5)?, "");
-                    me.local_text(id)
-                }
+                None => r.int(5)?.and_then(|id| me.string_ids.get(&id)).cloned().unwrap_or_default(),
             };
             let line = me.thread_line(tid);
             let xla = xla_range(&text);
