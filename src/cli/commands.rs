@@ -97,40 +97,38 @@ fn place_store_engines(command: &Command) -> Result<(), Error> {
     }
 }
 
-/// The W&B run an INPUT names (`wandb://ENTITY/PROJECT/RUN_ID`, a wandb.ai run URL, or a
-/// bare run id of `--entity` and `--project`), read from W&B; None for any other INPUT.
-fn wandb_run_of(input: &str, names: &WandbArgs) -> Result<Option<wandb::WandbRun>, Error> {
+/// A profile to read, and the labels an ingest gives its run.
+type Labelled = (PathBuf, Vec<(String, String)>);
+
+/// A W&B INPUT as a profile and the labels an ingest gives its run: an artifact
+/// (`wandb-artifact://ENTITY/PROJECT/NAME:ALIAS`) is the cache directory of its files; a run
+/// (`wandb://ENTITY/PROJECT/RUN_ID`, a wandb.ai run URL, or a bare run id of `--entity` and
+/// `--project`) is the profile its trainer wrote, with the run's metadata. None for any other
+/// INPUT.
+fn wandb_input(input: &str, names: &WandbArgs) -> Result<Option<Labelled>, Error> {
+    if let Some(artifact) = profq::wandb::artifact::of_input(input) {
+        let artifact = artifact.map_err(Error::usage)?;
+        let dir = profq::wandb::artifact::fetch(&artifact, &profq::remote::mirror::cache_dir()).map_err(Error::input)?;
+        return Ok(Some((dir, vec![("artifact_ref".to_string(), input.to_string())])));
+    }
     // A bare id without the wandb:// scheme, when an entity and a project say it is one and no
     // file has that name.
     let bare = names.entity.is_some() && names.project.is_some() && !input.contains('/') && !Path::new(input).exists();
     let input = if bare { format!("wandb://{input}") } else { input.to_string() };
     let Some(target) = wandb::run_of_input(&input, names.entity.as_deref(), names.project.as_deref()) else { return Ok(None) };
-    let target = target.map_err(Error::usage)?;
-    Ok(Some(wandb::fetch_run(&target).map_err(Error::input)?))
+    Ok(Some(wandb_run_profile(&target.map_err(Error::usage)?)?))
 }
 
-/// The local directory of the W&B artifact an INPUT names (`wandb-artifact://ENTITY/PROJECT/
-/// NAME:ALIAS`), fetched into the cache; None for any other INPUT.
-fn wandb_artifact_of(input: &str) -> Result<Option<PathBuf>, Error> {
-    let Some(artifact) = profq::wandb::artifact::of_input(input) else { return Ok(None) };
-    let artifact = artifact.map_err(Error::usage)?;
-    Ok(Some(profq::wandb::artifact::fetch(&artifact, &profq::remote::mirror::cache_dir()).map_err(Error::input)?))
+/// The profile a W&B run's trainer wrote, and the run's metadata as labels.
+fn wandb_run_profile(target: &wandb::RunTarget) -> Result<Labelled, Error> {
+    let run = wandb::fetch_run(target).map_err(Error::input)?;
+    Ok((PathBuf::from(run.profile_dir().map_err(Error::input)?), run.labels()))
 }
 
-/// Makes every INPUT that is a W&B run the profile its trainer wrote (as `ingest
-/// --run-target` reads it), and every W&B artifact the cache directory of its files, so that
-/// every command reads them alike. Ingest reads W&B runs itself, to label the run with the
-/// W&B run's metadata.
+/// Makes every INPUT that is a W&B run or artifact the profile it stands for ([`wandb_input`]),
+/// so that every command reads them alike. Ingest reads them itself, to label its runs.
 fn resolve_wandb_inputs(command: &mut Command) -> Result<(), Error> {
-    let profile = |input: &str, names: &WandbArgs| -> Result<Option<String>, Error> {
-        if let Some(dir) = wandb_artifact_of(input)? {
-            return Ok(Some(dir.display().to_string()));
-        }
-        match wandb_run_of(input, names)? {
-            Some(run) => Ok(Some(run.profile_dir().map_err(Error::input)?)),
-            None => Ok(None),
-        }
-    };
+    let profile = |input: &str, names: &WandbArgs| Ok::<_, Error>(wandb_input(input, names)?.map(|(dir, _)| dir));
     match command {
         Command::Run { source, .. }
         | Command::Summarize { source, .. }
@@ -139,14 +137,14 @@ fn resolve_wandb_inputs(command: &mut Command) -> Result<(), Error> {
         | Command::ExportTrace { source, .. } => {
             if let Some(input) = source.input.as_mut() {
                 if let Some(dir) = profile(&input.to_string_lossy(), &source.wandb)? {
-                    *input = PathBuf::from(dir);
+                    *input = dir;
                 }
             }
         }
         Command::Compare { pair, .. } | Command::Track { pair, .. } | Command::Bundle { pair, .. } => {
             for side in [&mut pair.before, &mut pair.after] {
                 if let Some(dir) = profile(side, &pair.wandb)? {
-                    *side = dir;
+                    *side = dir.display().to_string();
                 }
             }
         }
@@ -206,21 +204,12 @@ fn ingest(
     }
     let labels = key_values(labels, "--label")?;
     // Each INPUT with the labels of the W&B run it came from, if any.
-    let mut inputs: Vec<(PathBuf, Vec<(String, String)>)> = Vec::new();
+    let mut inputs: Vec<Labelled> = Vec::new();
     for input in inputs_given {
-        if let Some(dir) = wandb_artifact_of(&input.to_string_lossy())? {
-            inputs.push((dir, vec![("artifact_ref".to_string(), input.to_string_lossy().into_owned())]));
-            continue;
-        }
-        match wandb_run_of(&input.to_string_lossy(), &WandbArgs::default())? {
-            Some(run) => inputs.push((PathBuf::from(run.profile_dir().map_err(Error::input)?), run.labels())),
-            None => inputs.push((input.clone(), Vec::new())),
-        }
+        inputs.push(wandb_input(&input.to_string_lossy(), &WandbArgs::default())?.unwrap_or_else(|| (input.clone(), Vec::new())));
     }
     if let Some((target, entity, project)) = run_target {
-        let target = wandb::RunTarget::parse(&target, entity.as_deref(), project.as_deref()).map_err(Error::usage)?;
-        let run = wandb::fetch_run(&target).map_err(Error::input)?;
-        inputs.push((PathBuf::from(run.profile_dir().map_err(Error::input)?), run.labels()));
+        inputs.push(wandb_run_profile(&wandb::RunTarget::parse(&target, entity.as_deref(), project.as_deref()).map_err(Error::usage)?)?);
     }
     let store = store_or_default(&store)?;
     let mut out = String::new();
