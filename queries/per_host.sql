@@ -8,6 +8,7 @@
 --
 -- Columns:
 --   host               host
+--   rank               the host's rank (hosts.rank: its file's stated rank, else its position)
 --   steady_steps       steady steps seen on the host
 --   median_step_ns     median steady step duration on the host
 --   busy_share         device busy time / step time over the steady steps
@@ -27,8 +28,9 @@ oh AS (
   SELECT CAST(host AS VARCHAR) AS host, sum(count) AS ops, sum(self_ns) AS op_self_ns, count(DISTINCT device) AS devices
   FROM op_totals WHERE run_id = {{run_id}} GROUP BY host
 ),
-hosts AS (SELECT host FROM sh UNION SELECT host FROM oh)
-SELECT h.host, coalesce(sh.steady_steps, 0) AS steady_steps, sh.median_step_ns, sh.busy_share,
+all_hosts AS (SELECT host FROM sh UNION SELECT host FROM oh),
+ranks AS (SELECT CAST(host AS VARCHAR) AS host, rank FROM hosts WHERE run_id = {{run_id}})
+SELECT h.host, r.rank, coalesce(sh.steady_steps, 0) AS steady_steps, sh.median_step_ns, sh.busy_share,
        coalesce(oh.ops, 0) AS ops, coalesce(oh.op_self_ns, 0) AS op_self_ns, coalesce(oh.devices, 0) AS devices
-FROM hosts h LEFT JOIN sh ON sh.host = h.host LEFT JOIN oh ON oh.host = h.host
-ORDER BY h.host
+FROM all_hosts h LEFT JOIN sh ON sh.host = h.host LEFT JOIN oh ON oh.host = h.host LEFT JOIN ranks r ON r.host = h.host
+ORDER BY r.rank, h.host

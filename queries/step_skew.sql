@@ -11,6 +11,7 @@
 --
 -- Columns:
 --   host             host
+--   rank             the host's rank (hosts.rank)
 --   device           device
 --   steps            steady steps the device took part in
 --   avg_active_ns    mean active time per step
@@ -47,10 +48,11 @@ lagged AS (
          active_ns - min(active_ns) OVER (PARTITION BY step) AS lag_ns,
          active_ns = max(active_ns) OVER (PARTITION BY step) AS slowest
   FROM per
-)
-SELECT host, device, count(*) AS steps, avg(active_ns) AS avg_active_ns, max(active_ns) AS max_active_ns,
-       avg(lag_ns) AS avg_lag_ns, max(lag_ns) AS max_lag_ns,
-       sum(CASE WHEN slowest THEN 1 ELSE 0 END) AS times_slowest, sum(busy_ns) AS busy_ns
-FROM lagged
-GROUP BY host, device
-ORDER BY avg_lag_ns DESC, host, device
+),
+ranks AS (SELECT CAST(host AS VARCHAR) AS host, rank FROM hosts WHERE run_id = {{run_id}})
+SELECT l.host, r.rank, l.device, count(*) AS steps, avg(l.active_ns) AS avg_active_ns, max(l.active_ns) AS max_active_ns,
+       avg(l.lag_ns) AS avg_lag_ns, max(l.lag_ns) AS max_lag_ns,
+       sum(CASE WHEN l.slowest THEN 1 ELSE 0 END) AS times_slowest, sum(l.busy_ns) AS busy_ns
+FROM lagged l LEFT JOIN ranks r ON r.host = l.host
+GROUP BY l.host, r.rank, l.device
+ORDER BY avg_lag_ns DESC, l.host, l.device

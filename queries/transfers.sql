@@ -1,9 +1,12 @@
--- Host <-> device transfers: copies between host and device memory, by direction.
+-- Host <-> device transfers: copies between host and device memory, or between devices,
+-- by direction.
 --
--- Answers: how much time goes to moving data between host and device? Recognised by name
--- (memcpy HtoD/DtoH/DtoD, device_put, transfer to/from device, host_to_device,
--- device_to_host, TransferToDevice/Literal) and, for Kineto, the gpu_memcpy category: the SQL function
--- `is_transfer_event` (src/tables/events_of_interest.rs).
+-- Answers: how much time goes to moving data between host and device? A transfer is a copy,
+-- recognised by name (memcpy HtoD/DtoH/PtoP, device_put, transfer to/from device,
+-- host_to_device, device_to_host, TransferToDevice/Literal) and, for Kineto, the copy
+-- category; a copy within one device (DtoD) is memory work, and a host API call
+-- (`cudaMemcpyAsync`, Kineto's runtime category) a launch, so neither is one. The SQL
+-- function `transfer_direction` (src/tables/events_of_interest.rs) says which and how.
 -- Only outermost matching events count, so a transfer and its nested phases are not
 -- counted twice.
 --
@@ -13,7 +16,7 @@
 --   run_id  TEXT   run to analyse
 --
 -- Columns:
---   direction      host_to_device | device_to_host | device_to_device | unknown
+--   direction      host_to_device | device_to_host | peer | unknown
 --   on_device      true for events on device lines (the copy itself), false for host calls
 --   count          events
 --   total_ns       summed duration
@@ -28,25 +31,19 @@ WITH names AS (
   SELECT name, category FROM event_totals WHERE run_id = {{run_id}} GROUP BY name, category
 ),
 matching AS (
-  SELECT name, category FROM names WHERE is_transfer_event(CAST(name AS VARCHAR), CAST(category AS VARCHAR))
+  SELECT name, category, direction FROM (
+    SELECT name, category, transfer_direction(CAST(name AS VARCHAR), CAST(category AS VARCHAR)) AS direction FROM names
+  ) d WHERE direction IS NOT NULL
 ),
 t AS (
-  SELECT e.event_id, e.parent_id, CAST(e.name AS VARCHAR) AS name, lower(CAST(e.name AS VARCHAR)) AS lname, e.dur_ns, e.device IS NOT NULL AS on_device,
+  SELECT e.event_id, e.parent_id, CAST(e.name AS VARCHAR) AS name, m.direction, e.dur_ns, e.device IS NOT NULL AS on_device,
          coalesce(try_cast(e.args['bytes'] AS BIGINT), try_cast(e.args['size'] AS BIGINT), try_cast(e.args['bytes_transferred'] AS BIGINT),
                   try_cast(regexp_match(e.args['memcpy_details'], '(?:^|\s)size:([0-9]+)')[1] AS BIGINT)) AS bytes
   FROM matching m JOIN events e ON m.name = e.name AND (m.category IS NOT DISTINCT FROM e.category)
   WHERE e.run_id = {{run_id}}
 ),
 outer_ AS (SELECT t.* FROM t LEFT JOIN t p ON p.event_id = t.parent_id WHERE p.event_id IS NULL),
-dir AS (
-  SELECT *, CASE
-      WHEN regexp_like(lname, 'htod|h2d|host_?to_?device|device_put|transfer_?to_?device|bufferfromhost|from_host|transfertoinfeed') THEN 'host_to_device'
-      WHEN regexp_like(lname, 'dtoh|d2h|device_?to_?host|transfer_?from_?device|to_host|copytohost|device_get|transferliteral') THEN 'device_to_host'
-      WHEN regexp_like(lname, 'dtod|d2d|peer') THEN 'device_to_device'
-      ELSE 'unknown' END AS direction
-  FROM outer_
-),
-ranked AS (SELECT *, row_number() OVER (PARTITION BY direction, on_device ORDER BY dur_ns DESC, name) AS rk FROM dir)
+ranked AS (SELECT *, row_number() OVER (PARTITION BY direction, on_device ORDER BY dur_ns DESC, name) AS rk FROM outer_)
 SELECT direction, on_device, count(*) AS count, sum(dur_ns) AS total_ns, CAST(sum(dur_ns) AS DOUBLE) / count(*) AS avg_ns,
        sum(bytes) AS bytes, min(name) FILTER (WHERE rk = 1) AS example
 FROM ranked

@@ -34,6 +34,7 @@ fn duckdb_and_pandas_read_the_dataset() {
         ("collectives", "dur_ns"),
         ("regions", "inclusive_ns"),
         ("runs", "num_events_total"),
+        ("hosts", "rank"),
         ("gaps", "gap_ns"),
         ("event_totals", "dur_ns"),
         ("op_totals", "dur_ns"),

@@ -681,7 +681,7 @@ async fn statements_planned_ahead_read_the_tables_given_later() {
     for s in summary::statements(&opts, "input") {
         planned.insert(s.key, engine.plan(&s.sql).await.unwrap());
     }
-    assert_eq!(planned.len(), 19);
+    assert_eq!(planned.len(), 20);
     slots.fill(&[(&tables, "input")]).unwrap();
     let prepared = profq::engine::ahead::Prepared { planned, without_rows: Default::default() };
     let ahead = summary::summarize_planned(&engine, "input", &path, &opts, prepared).await.unwrap();
@@ -724,15 +724,30 @@ async fn a_query_with_rows_only_from_a_table_returns_none_without_its_rows() {
     use profq::tables::{schema, RunTables};
     use std::collections::{BTreeMap, BTreeSet};
     let declared: Vec<(&str, &str)> = queries::QUERIES.iter().filter_map(|q| Some((q.name, q.rows_only_from()?))).collect();
-    assert_eq!(declared, [("collectives_by_kind", "collectives"), ("recompilation", "events"), ("transfers", "events")]);
-    // Collectives over 8 devices; host-to-device copies; compilation inside the window.
-    let mut inputs = vec![jax_cpu("multi_device_dp"), jax_gpu("host_bound_gappy")];
+    assert_eq!(
+        declared,
+        [
+            ("collectives_by_kind", "collectives"),
+            ("collective_skew", "collectives"),
+            ("idle_breakdown", "events"),
+            ("kernel_breakdown", "events"),
+            ("recompilation", "events"),
+            ("straggler_ranks", "collectives"),
+            ("temporal_breakdown", "events"),
+            ("transfers", "events")
+        ]
+    );
+    // Collectives over 8 devices; host-to-device copies; compilation inside the window; a
+    // PyTorch job of 4 ranks with its collectives.
+    let job = temp_dir("rows-only-job").join("job");
+    common::kineto_job::write(&common::kineto_job::Job { ranks: 4, steps: 4, late_rank: 1, late_us: 50 }, &job);
+    let mut inputs = vec![jax_cpu("multi_device_dp"), jax_gpu("host_bound_gappy"), job];
     inputs.extend(shared("jax_cpu/shape_churn"));
     let params = BTreeMap::from([("run_id".to_string(), "input".to_string())]);
     let row_count = |batches: Vec<arrow::record_batch::RecordBatch>| batches.iter().map(|b| b.num_rows()).sum::<usize>();
     let mut had_rows = BTreeSet::new();
     for input in &inputs {
-        let tables = profq::ingest::load_tables(input, "input", &[]).unwrap();
+        let tables = profq::ingest::load_tables_with_every_event(input, "input").unwrap();
         let whole = Engine::from_tables(&tables, "input", Spread::Narrow).unwrap();
         for &(query, table) in &declared {
             assert!(schema::table(table).is_some(), "{query}: no table {table}");
@@ -744,7 +759,7 @@ async fn a_query_with_rows_only_from_a_table_returns_none_without_its_rows() {
             assert_eq!(row_count(engine.run_named(query, &params).await.unwrap()), 0, "{query} without {table} rows, {}", input.display());
         }
     }
-    if inputs.len() == 3 {
+    if inputs.len() == 4 {
         assert_eq!(had_rows.len(), declared.len(), "each claim is checked where its query has rows: {had_rows:?}");
     }
 }

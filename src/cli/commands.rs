@@ -260,7 +260,12 @@ fn run_named(name: &str, source: &SourceArgs, params: &[String], format: Format)
         let engine = if !per_run && source.input.is_none() {
             Engine::open(&source.store()?).await?
         } else {
-            let opened = profq::source::open(&source.source()?, Spread::Wide).await?;
+            let source = source.source()?;
+            let opened = if query.reads_every_event() {
+                profq::source::open_whole(&source, Spread::Wide).await?
+            } else {
+                profq::source::open(&source, Spread::Wide).await?
+            };
             if per_run {
                 params.insert("run_id".into(), opened.run_id.clone());
             }

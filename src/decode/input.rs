@@ -48,6 +48,31 @@ pub fn is_profiler_file(p: &Path) -> bool {
         || n == "perfetto_trace.json"
 }
 
+/// A local file that holds a trace: a profiler's file name ([`is_profiler_file`]), or any
+/// other `*.json` / `*.json.gz` whose text starts as a trace does (a `schemaVersion` or
+/// `traceEvents` key among its first bytes: Kineto writes them first), as the per-rank files of a
+/// PyTorch job are often named (`rank-3.json.gz`). Summaries and configs beside them are not.
+pub(super) fn is_trace_file(p: &Path) -> bool {
+    is_profiler_file(p) || (kind_of_file(p) == Some(SourceKind::TraceJson) && starts_as_trace(p))
+}
+
+fn starts_as_trace(p: &Path) -> bool {
+    const HEAD: u64 = 4096;
+    let Ok(file) = File::open(p) else { return false };
+    let mut head = Vec::new();
+    let read = if file_name(p).ends_with(".gz") {
+        flate2::read::MultiGzDecoder::new(file).take(HEAD).read_to_end(&mut head)
+    } else {
+        file.take(HEAD).read_to_end(&mut head)
+    };
+    // A gzip cut short still gives its first bytes.
+    let _ = read;
+    let text = String::from_utf8_lossy(&head);
+    // As keys (followed by `:`), not as words a summary of a trace lists.
+    let is_key = |key: &str| text.match_indices(key).any(|(at, k)| text[at + k.len()..].trim_start().starts_with(':'));
+    is_key("\"schemaVersion\"") || is_key("\"traceEvents\"")
+}
+
 /// How many directory levels below an INPUT its profile sessions are looked for.
 pub const SESSION_DEPTH: usize = 6;
 
@@ -77,7 +102,7 @@ pub fn choose_session(sessions: &[PathBuf], has_xplane: impl Fn(&Path) -> bool) 
 /// Directories under `root` (itself included) that directly hold profiler files, depth-limited.
 pub(super) fn session_dirs(root: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
     let entries = sorted_entries(root)?;
-    if entries.iter().any(|p| p.is_file() && is_profiler_file(p)) {
+    if entries.iter().any(|p| p.is_file() && is_trace_file(p)) {
         out.push(root.to_path_buf());
     }
     if depth == 0 {
@@ -147,7 +172,7 @@ pub fn resolve(input: &Path) -> Result<Resolved, InputError> {
     // Per-host `<host>.trace.json.gz` carry the host name; perfetto_trace.json.gz is a copy of one of them.
     let per_host_json: Vec<SourceFile> = entries
         .iter()
-        .filter(|p| is_profiler_file(p) && kind_of_file(p) == Some(SourceKind::TraceJson) && !file_name(p).starts_with("perfetto_trace"))
+        .filter(|p| is_trace_file(p) && kind_of_file(p) == Some(SourceKind::TraceJson) && !file_name(p).starts_with("perfetto_trace"))
         .map(|p| SourceFile { path: p.clone(), kind: SourceKind::TraceJson, host: host_of_file(p) })
         .collect();
     let perfetto: Vec<SourceFile> = entries

@@ -175,6 +175,9 @@ pub(super) fn load_files<S: PartSink>(files: &[SourceFile], resolved: &Resolved,
         Some(SourceKind::Nsys) => "nsys",
         _ => "trace_json",
     };
+    if capture.meta.source_format == "xplane" {
+        capture.meta.framework = Some("jax");
+    }
     // HLO side files first: ops need their instructions when their part is derived.
     for h in &resolved.hlo_files {
         let bytes = std::fs::read(h).map_err(|e| input_err(h, format!("cannot read: {e}")))?;

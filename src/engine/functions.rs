@@ -3,8 +3,10 @@
 //! construction: `canonical_name(name)`, `collective_kind(name)` and `is_stall_name(name)`
 //! ([`crate::tables::derive::rules`]); `is_async_line(line)` ([`crate::model::names`]); `shape_signature(shape)` and `flop_proxy(family, signature)`, the reference's coarse
 //! work measure (reference §3.12); `is_compile_event(name)` and
-//! `is_transfer_event(name, category)`, the events the analyses read one by one
-//! ([`crate::tables::events_of_interest`]). They are Rust because SQL cannot fold over a
+//! `is_transfer_event(name, category)`, `transfer_direction(name, category)` and
+//! `is_collective_kernel(name)`, the events the analyses read one by one
+//! ([`crate::tables::events_of_interest`]); `hta_kernel_type(name)`, HTA's type of a GPU
+//! event ([`crate::tables::hta`]). They are Rust because SQL cannot fold over a
 //! shape's dims, and the same rules are needed outside SQL. One aggregate, `top_value(value,
 //! weight)`: the most frequent value of a group, which SQL can only say as a second grouping
 //! joined back (planned and run once more for each such column of a query). And
@@ -13,7 +15,8 @@
 
 use crate::model::names::is_async_line;
 use crate::tables::derive::rules::{canonical_name, collective_kind_of_name, is_stall_name};
-use crate::tables::events_of_interest::{is_compile_event, is_transfer_event};
+use crate::tables::events_of_interest::{is_collective_kernel, is_compile_event, is_transfer_event, transfer_direction};
+use crate::tables::hta::hta_kernel_type;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, StringArray};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
@@ -49,9 +52,12 @@ pub fn scalar_functions() -> Vec<ScalarUDF> {
         text_rule("canonical_name", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.map(canonical_name)).collect::<StringArray>())),
         text_rule("collective_kind", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.and_then(collective_kind_of_name)).collect::<StringArray>())),
         text_rule("is_stall_name", DataType::Boolean, |names| Arc::new(names.iter().map(|n| n.map(is_stall_name)).collect::<BooleanArray>())),
+        text_rule("hta_kernel_type", DataType::Utf8, |names| Arc::new(names.iter().map(|n| n.map(hta_kernel_type)).collect::<StringArray>())),
         text_rule("is_async_line", DataType::Boolean, |lines| Arc::new(lines.iter().map(|n| n.map(is_async_line)).collect::<BooleanArray>())),
         create_udf("is_compile_event", vec![DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_compile_event_udf)),
         create_udf("is_transfer_event", vec![DataType::Utf8, DataType::Utf8], DataType::Boolean, Volatility::Immutable, Arc::new(is_transfer_event_udf)),
+        create_udf("transfer_direction", vec![DataType::Utf8, DataType::Utf8], DataType::Utf8, Volatility::Immutable, Arc::new(transfer_direction_udf)),
+        text_rule("is_collective_kernel", DataType::Boolean, |names| Arc::new(names.iter().map(|n| n.map(is_collective_kernel)).collect::<BooleanArray>())),
     ]
 }
 
@@ -86,6 +92,14 @@ fn is_transfer_event_udf(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFu
             None => is_transfer_event("", category).then_some(true),
         })
         .collect();
+    Ok(ColumnarValue::Array(Arc::new(out)))
+}
+
+/// A transfer's direction, null for what is no transfer (a null name reads as empty).
+fn transfer_direction_udf(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
+    let arrays = ColumnarValue::values_to_arrays(args)?;
+    let (names, categories) = (strings(&arrays[0])?, strings(&arrays[1])?);
+    let out: StringArray = names.iter().zip(categories.iter()).map(|(name, category)| transfer_direction(name.unwrap_or(""), category)).collect();
     Ok(ColumnarValue::Array(Arc::new(out)))
 }
 
@@ -513,9 +527,10 @@ mod tests {
         let list = names.iter().map(|n| format!("('{}')", n.replace('\'', "''"))).collect::<Vec<_>>().join(", ");
         let sql = format!(
             "SELECT column1 AS name, is_compile_event(column1) AS compile_fn, \
-               regexp_like(lower(column1), 'compile') AND NOT regexp_like(lower(column1), 'bufferfromhost|copytohost|transfer') AS compile_re, \
+               regexp_like(lower(column1), 'compile([^d]|$)') AND NOT regexp_like(lower(column1), 'bufferfromhost|copytohost|transfer') AS compile_re, \
                is_transfer_event(column1, NULL) AS transfer_fn, \
-               regexp_like(lower(column1), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get') AS transfer_re, \
+               regexp_like(lower(column1), 'memcpy|device_put|transfer_?to_?device|transfer_?from_?device|transferliteral|transfertoinfeed|host_to_device|device_to_host|htod|dtoh|dtod|h2d|d2h|to_host|from_host|bufferfromhost|copytohost|device_get') \
+                 AND NOT (regexp_like(lower(column1), 'dtod|d2d') AND NOT regexp_like(lower(column1), 'htod|h2d|dtoh|d2h|host|device_put|device_get|ptop|p2p|peer')) AS transfer_re, \
                is_transfer_event(column1, 'gpu_memcpy') AS copy_category \
              FROM (VALUES {list})"
         );
@@ -529,7 +544,8 @@ mod tests {
                 let name = names.value(i);
                 assert_eq!(compile_fn.value(i), compile_re.value(i), "compile {name:?}");
                 assert_eq!(transfer_fn.value(i), transfer_re.value(i), "transfer {name:?}");
-                assert!(copy.value(i), "{name:?}");
+                // A copy within one device is no transfer, whatever its category.
+                assert_eq!(copy.value(i), !name.to_lowercase().contains("dtod"), "{name:?}");
                 seen += 1;
             }
         }

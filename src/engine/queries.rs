@@ -30,6 +30,8 @@ macro_rules! q {
 /// Every named query, by name.
 pub const QUERIES: &[NamedQuery] = &[
     q!("collectives_by_kind"),
+    q!("collective_skew"),
+    q!("comm_comp_overlap"),
     q!("compare_ops"),
     q!("compare_regions"),
     q!("device_idle"),
@@ -40,6 +42,8 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("gap_contexts"),
     q!("hierarchical_regions"),
     q!("hot_ops"),
+    q!("idle_breakdown"),
+    q!("kernel_breakdown"),
     q!("memory_profile"),
     q!("op_trend"),
     q!("per_host"),
@@ -53,8 +57,10 @@ pub const QUERIES: &[NamedQuery] = &[
     q!("steady_steps"),
     q!("step_durations"),
     q!("step_skew"),
+    q!("straggler_ranks"),
     q!("step_timeline"),
     q!("step_times"),
+    q!("temporal_breakdown"),
     q!("time_breakdown"),
     q!("time_breakdown_global"),
     q!("tiny_kernels"),
@@ -64,8 +70,13 @@ pub const QUERIES: &[NamedQuery] = &[
 ];
 
 /// The SELECTs queries share, by name (`queries/include/NAME.sql`).
-pub const INCLUDES: &[(&str, &str)] =
-    &[("categories", include_str!("../../queries/include/categories.sql")), ("per_step", include_str!("../../queries/include/per_step.sql"))];
+pub const INCLUDES: &[(&str, &str)] = &[
+    ("categories", include_str!("../../queries/include/categories.sql")),
+    ("collective_arrivals", include_str!("../../queries/include/collective_arrivals.sql")),
+    ("hta_kernels", include_str!("../../queries/include/hta_kernels.sql")),
+    ("hta_merged", include_str!("../../queries/include/hta_merged.sql")),
+    ("per_step", include_str!("../../queries/include/per_step.sql")),
+];
 
 /// `text` with every `{{include NAME}}` replaced by that include's SELECT (its header left out).
 fn expand_includes(name: &str, text: &str) -> Result<String, String> {
@@ -143,6 +154,13 @@ impl NamedQuery {
     /// without any, the query returns no rows.
     pub fn rows_only_from(&self) -> Option<&'static str> {
         self.header().find_map(|l| l.trim().strip_prefix("Rows only from:")).and_then(|rest| rest.split_whitespace().next())
+    }
+
+    /// Whether the query reads the `events` table row by row beyond the events of interest
+    /// (its header says `Reads every event`): an INPUT is then opened with all its events
+    /// (`source::open_whole`).
+    pub fn reads_every_event(&self) -> bool {
+        self.header().any(|l| l.trim().starts_with("Reads every event"))
     }
 
     /// Documented output column names: the `Columns:` block's lines `--   name  meaning`
@@ -263,12 +281,32 @@ mod tests {
         let mut readers: Vec<(&str, String)> = QUERIES.iter().map(|q| (q.name, q.sql().unwrap())).filter(|(_, sql)| reads_events(sql)).collect();
         readers.sort();
         let names: Vec<&str> = readers.iter().map(|(name, _)| *name).collect();
-        assert_eq!(names, ["export_budget", "export_events", "memory_profile", "recompilation", "transfers"]);
+        assert_eq!(
+            names,
+            [
+                "collective_skew",
+                "comm_comp_overlap",
+                "export_budget",
+                "export_events",
+                "idle_breakdown",
+                "kernel_breakdown",
+                "memory_profile",
+                "recompilation",
+                "straggler_ranks",
+                "temporal_breakdown",
+                "transfers"
+            ]
+        );
         for (name, text) in &readers {
             let rule = match *name {
                 // Read every event, so their caller opens an INPUT with all of them.
                 "export_budget" | "export_events" => "source::open_whole".to_string(),
-                "transfers" => "is_transfer_event(".to_string(),
+                "comm_comp_overlap" | "idle_breakdown" | "kernel_breakdown" | "temporal_breakdown" => {
+                    assert!(find(name).unwrap().reads_every_event(), "{name} must say it reads every event");
+                    "Reads every event".to_string()
+                }
+                "collective_skew" | "straggler_ranks" => "is_collective_kernel(".to_string(),
+                "transfers" => "transfer_direction(".to_string(),
                 "recompilation" => "is_compile_event(".to_string(),
                 _ => format!("IN ('{}')", crate::tables::events_of_interest::MEMORY_EVENTS.join("', '")),
             };

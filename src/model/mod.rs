@@ -85,6 +85,25 @@ pub struct CaptureMeta {
     pub hosts_with_device_ops: Vec<u32>,
     /// Trace JSON `displayTimeUnit` (a viewer hint, never applied to times).
     pub display_time_unit: Option<String>,
+    /// The framework that wrote the profile, as far as its format tells: `jax` (XPlane),
+    /// `pytorch` (a Kineto trace JSON); None when it does not.
+    pub framework: Option<&'static str>,
+    /// What a host's file states of it beyond its name (the `hosts` table), in host order.
+    pub host_facts: Vec<HostFacts>,
+}
+
+/// What one host's file states of the host: its rank in a distributed job (Kineto's
+/// `distributedInfo`) and the file time of the host's start_ns 0.
+#[derive(Default, Debug, Clone, PartialEq)]
+pub struct HostFacts {
+    pub host: String,
+    pub source_file: String,
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    pub backend: Option<String>,
+    /// The file's own timestamp (ns) at the host's `start_ns` 0, when its events keep file
+    /// time (trace JSON): `file ts = start_ns + ts_origin_ns`.
+    pub ts_origin_ns: Option<i64>,
 }
 
 /// Keeps a positive, finite peak once per distinct value (a run states one per device kind).

@@ -13,6 +13,12 @@ fn shown<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "null".to_string(), |v| v.to_string())
 }
 
+/// Whether the profile is PyTorch's: its suggestions then name PyTorch's means
+/// (torch.compile, pin_memory, CUDA graphs, DataLoader workers) rather than JAX's.
+fn pytorch(s: &Summary) -> bool {
+    s.profq_producer.as_ref().and_then(|p| p.framework.as_deref()) == Some("pytorch")
+}
+
 fn candidate(id: &str, title: &str, rationale: String, evidence: Vec<String>, suggestions: &[&str]) -> Candidate {
     Candidate { candidate_id: id.into(), title: title.into(), rationale, evidence, suggestions: suggestions.iter().map(|s| s.to_string()).collect() }
 }
@@ -24,7 +30,7 @@ pub fn optimization_candidates(s: &Summary) -> Vec<Candidate> {
     if out.is_empty() {
         out.push(no_dominant_bottleneck(s));
     }
-    out.extend([recompilation(s), transfers(s), launch_bound(s), device_idle(s), straggler(s)].into_iter().flatten());
+    out.extend([recompilation(s), transfers(s), launch_bound(s), device_idle(s), straggler(s), rank_straggler(s)].into_iter().flatten());
     out
 }
 
@@ -153,19 +159,34 @@ fn recompilation(s: &Summary) -> Option<Candidate> {
     }
     let steps: Vec<String> = compiles.iter().map(|c| shown(c.step)).collect();
     let worst = compiles.iter().map(|c| c.compile_duration.unwrap_or(0.0)).fold(0.0, f64::max);
+    let (title, suggestions): (&str, &[&str]) = if pytorch(s) {
+        (
+            "torch.compile compiles inside training steps",
+            &[
+                "See why it recompiles: TORCH_LOGS=recompiles names the guard that failed.",
+                "Mark dimensions that vary as dynamic (torch._dynamo.mark_dynamic), or pad them to a few sizes.",
+                "Warm up every shape before timing.",
+            ],
+        )
+    } else {
+        (
+            "XLA compiles inside training steps",
+            &[
+                "Pad or bucket input shapes so a jitted function sees few distinct shapes.",
+                "Mark shape-determining arguments static only when they rarely change.",
+                "Warm up every shape before timing.",
+            ],
+        )
+    };
     Some(candidate(
         "recompilation",
-        "XLA compiles inside training steps",
+        title,
         format!("{} step(s) compiled during the capture; the longest compile took {worst:.3} µs.", compiles.len()),
         vec![
             format!("Steps with compilation: {}", steps.join(", ")),
             format!("Modules with several programs: {}", recompilation.modules_with_several_programs.len()),
         ],
-        &[
-            "Pad or bucket input shapes so a jitted function sees few distinct shapes.",
-            "Mark shape-determining arguments static only when they rarely change.",
-            "Warm up every shape before timing.",
-        ],
+        suggestions,
     ))
 }
 
@@ -180,11 +201,19 @@ fn transfers(s: &Summary) -> Option<Candidate> {
             "Host-device transfers take noticeable time",
             format!("Transfers add up to {} of steady step time.", pct(transfer_us / steady_total)),
             vec![format!("Transfer time: {transfer_us:.3}")],
-            &[
-                "Keep data on device between steps.",
-                "Prefetch inputs asynchronously (double-buffer device_put).",
-                "Avoid device_get / np.asarray in the step loop.",
-            ],
+            if pytorch(s) {
+                &[
+                    "Load batches into pinned memory (DataLoader pin_memory=True) and copy them with .to(device, non_blocking=True).",
+                    "Keep tensors on the GPU between steps; avoid .item(), .cpu() and .numpy() in the step loop.",
+                    "Prefetch the next batch on a side CUDA stream.",
+                ]
+            } else {
+                &[
+                    "Keep data on device between steps.",
+                    "Prefetch inputs asynchronously (double-buffer device_put).",
+                    "Avoid device_get / np.asarray in the step loop.",
+                ]
+            },
         )
     })
 }
@@ -198,7 +227,14 @@ fn launch_bound(s: &Summary) -> Option<Candidate> {
             "Many tiny ops, device mostly idle",
             format!("{} of {} steady steps are launch-bound.", tiny.launch_bound_steps, tiny.steady_steps),
             vec![format!("Ops per step: {:.1}", tiny.avg_ops_per_step.unwrap_or(0.0)), format!("Tiny op share: {}", pct(tiny.avg_tiny_share.unwrap_or(0.0)))],
-            &["Fuse the step into one jit (eager ops dispatch one by one).", "Batch small ops; avoid Python loops over arrays."],
+            if pytorch(s) {
+                &[
+                    "Compile the model with torch.compile to fuse small kernels.",
+                    "Replay the step as a CUDA graph (torch.compile mode=\"reduce-overhead\", or torch.cuda.graphs) so launches cost nothing.",
+                ]
+            } else {
+                &["Fuse the step into one jit (eager ops dispatch one by one).", "Batch small ops; avoid Python loops over arrays."]
+            },
         )
     })
 }
@@ -212,7 +248,14 @@ fn device_idle(s: &Summary) -> Option<Candidate> {
             "Devices idle for much of the step",
             format!("On average {} of each steady step runs no device op.", pct(idle)),
             vec![format!("Average idle share: {}", pct(idle))],
-            &["Profile the host side of the step (input pipeline, Python, logging).", "Overlap host work with device execution."],
+            if pytorch(s) {
+                &[
+                    "Feed the GPU faster: more DataLoader workers (num_workers), persistent_workers and prefetch_factor.",
+                    "Overlap host work with device execution; avoid synchronising calls (.item(), torch.cuda.synchronize) in the step.",
+                ]
+            } else {
+                &["Profile the host side of the step (input pipeline, Python, logging).", "Overlap host work with device execution."]
+            },
         )
     })
 }
@@ -230,6 +273,25 @@ fn straggler(s: &Summary) -> Option<Candidate> {
             format!("{device} finishes on average {lag:.3} µs after the fastest device."),
             vec![format!("Straggler: {device}"), format!("Times slowest: {}", shown(worst.times_slowest))],
             &["Check load balance of the sharding.", "Look for host-side interference on that device's host."],
+        )
+    })
+}
+
+/// A rank that arrives last at most of the collectives it shares with the other ranks.
+fn rank_straggler(s: &Summary) -> Option<Candidate> {
+    let worst = s.profq_straggler_ranks.first()?;
+    let (instances, last) = (worst.instances.unwrap_or(0), worst.times_last.unwrap_or(0));
+    let rank = shown(worst.rank);
+    (instances >= 2 && 2 * last >= instances).then(|| {
+        candidate(
+            "rank-straggler",
+            "One rank holds up the collectives",
+            format!("Rank {rank} arrived last at {last} of {instances} collectives, {:.3} µs late in all.", worst.lateness_duration.unwrap_or(0.0)),
+            vec![format!("Straggler rank: {rank} ({})", worst.host.as_deref().unwrap_or("")), format!("Times last: {last} of {instances}")],
+            &[
+                "Compare that rank's step with the others': input loading, host threads, a slower or throttled device.",
+                "Balance the work per rank (batch sizes, sequence lengths, uneven shards).",
+            ],
         )
     })
 }

@@ -46,6 +46,7 @@ pub struct Summary {
     pub profq_regions_by_pass: Vec<PassRegion>,
     pub profq_per_device: Vec<PerDevice>,
     pub profq_per_host: Vec<PerHost>,
+    pub profq_straggler_ranks: Vec<StragglerRank>,
     pub profq_recompilation: Option<Recompilation>,
     pub profq_transfers: Vec<Transfer>,
     pub profq_tiny_kernels: Option<TinyKernels>,
@@ -298,6 +299,8 @@ pub struct Candidate {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Producer {
+    /// `jax`, `pytorch` or null (`runs.framework`): the framework the suggestions speak.
+    pub framework: Text,
     pub jax_version: Text,
     pub jaxlib_version: Text,
     pub device_kinds: Vec<String>,
@@ -339,6 +342,17 @@ pub struct PerDevice {
     pub avg_lag_duration: Micros,
     pub max_lag_duration: Micros,
     pub times_slowest: Count,
+}
+
+/// A rank of a multi-rank run and how it held up the collectives (`straggler_ranks`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StragglerRank {
+    pub rank: Count,
+    pub host: Text,
+    pub instances: Count,
+    pub times_last: Count,
+    pub lateness_duration: Micros,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 
 use super::doc::{
     Collective, CommunicationOp, GapBeforeOp, GapRegionContext, HotOp, ModulePrograms, PassRegion, PerDevice, PerHost, Region, SemanticFamily, StepCompilation,
-    Transfer,
+    StragglerRank, Transfer,
 };
 use crate::engine::functions::{flop_proxy, proxy_family_of_name, shape_signature};
 use crate::engine::rows::Row;
@@ -194,6 +194,19 @@ impl FromRow for PerDevice {
             avg_lag_duration: r.us("avg_lag_ns"),
             max_lag_duration: r.us("max_lag_ns"),
             times_slowest: r.count("times_slowest"),
+        }
+    }
+}
+
+/// `straggler_ranks`.
+impl FromRow for StragglerRank {
+    fn from_row(r: &Row) -> Self {
+        StragglerRank {
+            rank: r.count("rank"),
+            host: r.text("host"),
+            instances: r.count("instances"),
+            times_last: r.count("times_last"),
+            lateness_duration: r.us("lateness_ns"),
         }
     }
 }

@@ -38,6 +38,7 @@ pub const PROFQ_KEYS: &[&str] = &[
     "profq_recompilation",
     "profq_regions_by_pass",
     "profq_steps",
+    "profq_straggler_ranks",
     "profq_tiny_kernels",
     "profq_transfers",
     "profq_version",
@@ -106,6 +107,8 @@ pub fn statements(opts: &SummaryOptions, run_id: &str) -> Vec<Statement> {
 pub fn every_statement(opts: &SummaryOptions, run_id: &str) -> Vec<Statement> {
     summary_queries(opts)
         .into_iter()
+        // Run only for a run of several hosts: planned (and its columns built), not prefetched.
+        .chain(std::iter::once(("straggler_ranks", vec![])))
         .filter_map(|(query, params)| {
             let bound = bind(query, &params, run_id);
             let named = crate::engine::queries::find(query)?;
@@ -173,11 +176,18 @@ pub async fn summarize_planned(engine: &Engine, run_id: &str, source_path: &str,
         gap_region_contexts: each(&a.rows("gap_contexts", &long).await?),
         optimization_candidates: Vec::new(),
         profq_version: Some(env!("CARGO_PKG_VERSION").into()),
-        profq_producer: Some(Producer { jax_version: run.text("jax_version"), jaxlib_version: run.text("jaxlib_version"), device_kinds }),
+        profq_producer: Some(Producer {
+            framework: run.text("framework"),
+            jax_version: run.text("jax_version"),
+            jaxlib_version: run.text("jaxlib_version"),
+            device_kinds,
+        }),
         profq_collectives: each(&collectives),
         profq_regions_by_pass: each(&a.rows("regions", &long).await?),
         profq_per_device: each(&a.rows("step_skew", &warmup).await?),
         profq_per_host: each(&a.rows("per_host", &warmup).await?),
+        // Collectives are matched across ranks only where there are several.
+        profq_straggler_ranks: if list_texts(&run_batches, "hosts").len() > 1 { each(&a.rows("straggler_ranks", &[]).await?) } else { Vec::new() },
         profq_recompilation: Some(recompilation(&a.rows("recompilation", &[]).await?, &a.rows("shape_churn", &[]).await?)),
         profq_transfers: each(&a.rows("transfers", &[]).await?),
         profq_tiny_kernels: Some(tiny_kernels(&a.rows("tiny_kernels", &warmup).await?)),

@@ -114,6 +114,15 @@ pub const INTENTS: &[Intent] = &[
         example: "Are steps launch-bound with many tiny kernels?",
     },
     Intent {
+        query_type: "rank_stragglers",
+        all_of: &[
+            &["rank", "ranks", "worker", "workers"],
+            &["straggler", "stragglers", "skew", "slowest", "slower", "lagging", "lag", "late", "last", "holds"],
+        ],
+        queries: &["straggler_ranks"],
+        example: "Which rank is the straggler?",
+    },
+    Intent {
         query_type: "stragglers",
         all_of: &[&["straggler", "stragglers", "skew", "imbalance", "slowest", "slower", "lagging", "lag"]],
         queries: &["step_skew"],
@@ -524,6 +533,12 @@ pub fn answer(summary: &Summary, question: &str, top_k: usize) -> Value {
         "tiny_kernels" => {
             out.insert("results".into(), json_of(&s.profq_tiny_kernels));
         }
+        "rank_stragglers" => {
+            out.insert("results".into(), take(&s.profq_straggler_ranks, k));
+            if s.profq_straggler_ranks.is_empty() {
+                out.insert("explanation".into(), json!("No collective ran on two or more ranks of this run: a straggler is told among the ranks of one job (a directory of per-rank traces, or a multi-host profile)."));
+            }
+        }
         "stragglers" => {
             out.insert("results".into(), take(&s.profq_per_device, k));
         }
@@ -576,6 +591,8 @@ mod tests {
         assert_eq!(qt("hello there"), "unrecognized");
         assert_eq!(qt("is anything recompiling?"), "recompilation");
         assert_eq!(qt("which device is the straggler"), "stragglers");
+        assert_eq!(qt("which rank is the straggler?"), "rank_stragglers");
+        assert_eq!(qt("which rank is slowest?"), "rank_stragglers");
         assert_eq!(qt("how did the step time change across runs?"), "trend");
         assert_eq!(qt("is it memory-bound?"), "bound_analysis");
         assert_eq!(qt("how much HBM is used at peak?"), "memory_profile");

@@ -1,6 +1,7 @@
 //! The events analyses read one by one rather than through `event_totals`: compile events
-//! (the `recompilation` query), host↔device transfers (`transfers`) and the allocators'
-//! memory events (`memory_profile`).
+//! (the `recompilation` query), host↔device transfers (`transfers`), the allocators'
+//! memory events (`memory_profile`) and collective kernels, whose args name their process
+//! group (`collective_skew`, `straggler_ranks`).
 //!
 //! The rules are defined here once. The named queries call them as SQL functions
 //! (`is_compile_event`, `is_transfer_event`; `engine::functions`), and an analysis of an INPUT
@@ -40,27 +41,68 @@ const COMPILE_WORD: &str = "compile";
 /// The word a `transfer[_](to|from)[_]device` name starts from.
 const TRANSFER_WORD: &str = "transfer";
 
-/// Kineto's category of memory copies.
+/// Kineto's category of memory copies (2021-era traces' `Memcpy` is read as it).
 const COPY_CATEGORY: &str = "gpu_memcpy";
 
-/// A compile event: its lowercased name contains `compile` (backend_compile_and_load,
-/// PjRtCpuClient::Compile, XlaCompile, python `compile` frames, …), and it is not a copy
-/// that a compiler object runs.
+/// Kineto's categories of host API calls (`cudaMemcpyAsync`, `hipMemcpyWithStream`,
+/// `cudaLaunchKernel`): launches, whose time includes waiting for the device, never the
+/// copies themselves.
+const HOST_API_CATEGORIES: [&str; 2] = ["cuda_runtime", "cuda_driver"];
+
+/// A compile event: its lowercased name contains `compile`, not as `compiled`
+/// (backend_compile_and_load, PjRtCpuClient::Compile, XlaCompile, CpuCompiler, Dynamo's and
+/// Inductor's `_compile.compile_inner`, `compile_fx_inner`, python `compile` frames, …), and it is
+/// not a copy that a compiler object runs. A compiled function running
+/// (`CompiledFunctionBackward`, `Torch-Compiled Region`) is not compiling.
 pub fn is_compile_event(name: &str) -> bool {
     is_compile_lowercased(&name.to_lowercase())
 }
 
 fn is_compile_lowercased(lower: &str) -> bool {
-    lower.contains(COMPILE_WORD) && !COPIES_NAMED_LIKE_COMPILES.iter().any(|w| lower.contains(w))
+    let compiling = lower.match_indices(COMPILE_WORD).any(|(at, word)| !lower[at + word.len()..].starts_with('d'));
+    compiling && !COPIES_NAMED_LIKE_COMPILES.iter().any(|w| lower.contains(w))
 }
 
-/// A host↔device (or device↔device) copy: Kineto's `gpu_memcpy` category, or a name that
-/// says so (memcpy HtoD/DtoH/DtoD, device_put, TransferToDevice, TransferLiteral…).
+/// A host↔device or peer copy ([`transfer_direction`] says which).
 pub fn is_transfer_event(name: &str, category: Option<&str>) -> bool {
-    if category == Some(COPY_CATEGORY) {
-        return true;
+    transfer_direction(name, category).is_some()
+}
+
+/// The direction of a transfer: `host_to_device`, `device_to_host`, `peer` (between
+/// devices) or `unknown`; None for what is no transfer. A transfer is a copy: Kineto's copy
+/// category, or a name that says so (memcpy HtoD/DtoH/PtoP, device_put, TransferToDevice,
+/// TransferLiteral…). A copy within one device's memory (DtoD) is memory work, not a
+/// transfer; a host API call (Kineto's runtime and driver categories) is a launch.
+pub fn transfer_direction(name: &str, category: Option<&str>) -> Option<&'static str> {
+    if category.is_some_and(|c| HOST_API_CATEGORIES.contains(&c)) {
+        return None;
     }
-    is_transfer_lowercased(&name.to_lowercase())
+    let lower = name.to_lowercase();
+    let copy = category == Some(COPY_CATEGORY);
+    if !copy && !is_transfer_lowercased(&lower) {
+        return None;
+    }
+    // Underscores are optional between words (`host_to_device`, `hosttodevice`).
+    let joined = lower.replace('_', "");
+    let says = |words: &[&str]| words.iter().any(|w| joined.contains(w));
+    if says(&["htod", "h2d", "hosttodevice", "deviceput", "transfertodevice", "bufferfromhost", "fromhost", "transfertoinfeed"]) {
+        Some("host_to_device")
+    } else if says(&["dtoh", "d2h", "devicetohost", "transferfromdevice", "tohost", "copytohost", "deviceget", "transferliteral"]) {
+        Some("device_to_host")
+    } else if says(&["ptop", "p2p", "peer"]) {
+        Some("peer")
+    } else if says(&["dtod", "d2d"]) {
+        None
+    } else {
+        Some("unknown")
+    }
+}
+
+/// A collective kernel (NCCL's and RCCL's `nccl…Kernel…`, HTA's communication type): its
+/// args name the collective and its process group, which matching instances across ranks
+/// reads.
+pub fn is_collective_kernel(name: &str) -> bool {
+    super::hta::hta_kernel_type(name) == "COMMUNICATION"
 }
 
 fn is_transfer_lowercased(lower: &str) -> bool {
@@ -83,15 +125,13 @@ pub const MEMORY_EVENTS: [&str; 3] = ["MemoryAllocation", "MemoryDeallocation", 
 
 /// Whether an event is one of those: the rows an in-memory `events` table keeps.
 pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
-    if category == Some(COPY_CATEGORY) || MEMORY_EVENTS.contains(&name) {
+    if category == Some(COPY_CATEGORY) || MEMORY_EVENTS.contains(&name) || is_collective_kernel(name) {
         return true;
     }
     if !may_be_of_interest(name) {
         return false;
     }
-    // Lowercased once for both rules.
-    let lower = name.to_lowercase();
-    is_compile_lowercased(&lower) || is_transfer_lowercased(&lower)
+    is_compile_event(name) || transfer_direction(name, category).is_some()
 }
 
 /// Whether `name` holds a word one of the rules needs ([`rule_words`]), ASCII case ignored:
@@ -162,7 +202,16 @@ mod tests {
         for name in ["backend_compile_and_load", "PjRtCpuClient::Compile", "XlaCompile", "CpuCompiler::RunBackend compile"] {
             assert!(is_compile_event(name), "{name}");
         }
-        for name in ["PjRtCApiCompiler::BufferFromHostBuffer(f32[])", "compile transfer", "fusion.3"] {
+        for name in ["_compile.compile_inner (dynamo_timed)", "compile_fx_inner", "OutputGraph.call_user_compiler"] {
+            assert!(is_compile_event(name), "{name}");
+        }
+        for name in [
+            "PjRtCApiCompiler::BufferFromHostBuffer(f32[])",
+            "compile transfer",
+            "fusion.3",
+            "autograd::engine::evaluate_function: CompiledFunctionBackward",
+            "Torch-Compiled Region: 0/0",
+        ] {
             assert!(!is_compile_event(name), "{name}");
         }
         for name in
@@ -174,6 +223,21 @@ mod tests {
             assert!(!is_transfer_event(name, None), "{name}");
         }
         assert!(is_transfer_event("anything", Some("gpu_memcpy")));
+    }
+
+    #[test]
+    fn a_transfer_is_a_copy_with_its_direction() {
+        let d = |name: &str, category: Option<&str>| transfer_direction(name, category);
+        assert_eq!(d("Memcpy HtoD (Pageable -> Device)", Some("gpu_memcpy")), Some("host_to_device"));
+        assert_eq!(d("Memcpy DtoH (Device -> Pinned)", Some("gpu_memcpy")), Some("device_to_host"));
+        assert_eq!(d("Memcpy PtoP (Device -> Device)", Some("gpu_memcpy")), Some("peer"));
+        // Within one device's memory: memory work, not a transfer.
+        assert_eq!(d("Memcpy DtoD (Device -> Device)", Some("gpu_memcpy")), None);
+        // The host's API call is a launch, whatever its name.
+        assert_eq!(d("cudaMemcpyAsync", Some("cuda_runtime")), None);
+        assert_eq!(d("hipMemcpyWithStream", Some("cuda_runtime")), None);
+        assert_eq!(d("TransferToDevice", None), Some("host_to_device"));
+        assert_eq!(d("memcpy", None), Some("unknown"));
     }
 
     #[test]
@@ -196,7 +260,7 @@ mod tests {
             "Memcpy DtoD \u{2192} peer",
         ];
         for name in names {
-            assert_eq!(is_of_interest(name, None), is_compile_event(name) || is_transfer_event(name, None), "{name}");
+            assert_eq!(is_of_interest(name, None), is_compile_event(name) || is_transfer_event(name, None) || is_collective_kernel(name), "{name}");
         }
         assert!(!may_be_of_interest("fusion.3") && !may_be_of_interest("ThunkExecutor::Execute"));
         assert!(may_be_of_interest("XLACOMPILE") && may_be_of_interest("a TransferLiteral") && may_be_of_interest("\u{212A}"));

@@ -8,6 +8,7 @@ pub mod columns_read;
 pub mod command_buffers;
 pub mod derive;
 pub mod events_of_interest;
+pub mod hta;
 pub mod schema;
 
 use crate::model::{Capture, EventChunk, Nullable, SparseColumn, CARRIED_TAG, NO_PARENT, NO_STR, NULL_I64};
@@ -131,10 +132,11 @@ fn small_tables(capture: &Capture, part: &derive::PartDerived, locals: &ArrayRef
     ]))
 }
 
-/// The tables only the whole run knows: `runs`, `regions`, `steps`.
+/// The tables only the whole run knows: `runs`, `hosts`, `regions`, `steps`.
 pub fn run_tables(capture: &Capture, run: derive::RunDerived, info: &RunInfo) -> Result<RunTables> {
     Ok(RunTables::new(vec![
         ("runs", vec![runs_batch(capture, &run, info)?]),
+        ("hosts", vec![hosts_batch(&capture.meta)?]),
         ("regions", vec![regions_batch(&run)?]),
         ("steps", vec![steps_batch(capture, &run)?]),
     ]))
@@ -165,6 +167,7 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
             Arc::new(BooleanArray::from(vec![m.suspected_truncation])),
             text_list(&[run.quality_warnings(m)]),
             text_map_rows(&labels),
+            Arc::new(StringArray::from(vec![m.framework])),
             Arc::new(StringArray::from(vec![m.jax_version.clone()])),
             Arc::new(StringArray::from(vec![m.jaxlib_version.clone()])),
             text_list(std::slice::from_ref(&m.device_kinds)),
@@ -176,6 +179,35 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
             Arc::new(StringArray::from(vec![m.display_time_unit.clone()])),
             i64s([info.ingested_at_ns].into_iter()),
             Arc::new(StringArray::from(vec![env!("CARGO_PKG_VERSION")])),
+        ],
+    )
+}
+
+/// One row per host in `meta.hosts` order; a host no decoder stated facts of keeps its
+/// name as its file's and its position as its rank.
+fn hosts_batch(meta: &crate::model::CaptureMeta) -> Result<RecordBatch> {
+    let facts: Vec<crate::model::HostFacts> = meta
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(k, h)| {
+            let stated = meta.host_facts.iter().find(|f| &f.host == h).cloned();
+            let mut f = stated.unwrap_or_else(|| crate::model::HostFacts { host: h.clone(), source_file: h.clone(), ..Default::default() });
+            f.rank = f.rank.or(Some(k as i64));
+            f
+        })
+        .collect();
+    let stated = |f: &crate::model::HostFacts| meta.host_facts.iter().any(|s| s.host == f.host && s.rank.is_some());
+    batch(
+        "hosts",
+        vec![
+            Arc::new(facts.iter().map(|f| f.host.as_str()).collect::<DictionaryArray<arrow::datatypes::Int32Type>>()),
+            i64s(facts.iter().map(|f| f.rank.unwrap_or(0))),
+            Arc::new(facts.iter().map(|f| if stated(f) { "distributedInfo" } else { "file_order" }).collect::<DictionaryArray<arrow::datatypes::Int32Type>>()),
+            Arc::new(facts.iter().map(|f| f.world_size).collect::<Int64Array>()),
+            Arc::new(facts.iter().map(|f| f.backend.as_deref()).collect::<StringArray>()),
+            Arc::new(StringArray::from_iter_values(facts.iter().map(|f| f.source_file.as_str()))),
+            Arc::new(facts.iter().map(|f| f.ts_origin_ns).collect::<Int64Array>()),
         ],
     )
 }

@@ -95,6 +95,7 @@ pub const TABLES: &[Table] = &[
             c("suspected_truncation", Bool, false, "True when the source looks cut (trace JSON at an exporter's event cap)."),
             c("quality_warnings", TextList, false, "Everything profq noticed that makes numbers less trustworthy (fallbacks, dropped events, XSpace errors)."),
             c("labels", TextMap, false, "`--label KEY=VALUE` pairs given at ingest."),
+            c("framework", Text, true, "Framework that wrote the profile, as far as its format tells: `jax` (XPlane), `pytorch` (a Kineto trace JSON: `schemaVersion`, `deviceProperties` or `distributedInfo`); null when it does not."),
             c("jax_version", Text, true, "Producer JAX version, when the profile records it."),
             c("jaxlib_version", Text, true, "Producer jaxlib version, when the profile records it."),
             c("device_kinds", TextList, false, "Accelerator kinds seen (e.g. `TPU v6 Lite`, `AMD GPU`); empty for CPU-only captures."),
@@ -106,6 +107,19 @@ pub const TABLES: &[Table] = &[
             c("display_time_unit", Text, true, "Trace JSON `displayTimeUnit` (a viewer hint; times are always µs in trace JSON); null for XPlane."),
             c("ingested_at_ns", Int, false, "Wall-clock time of the ingest (ns since the epoch); orders runs in a store."),
             c("profq_version", Text, false, "profq version that wrote the run."),
+        ],
+    },
+    Table {
+        name: "hosts",
+        doc: "One row per host of a run (an XPlane host, a trace JSON file, an Nsight Systems export): its rank in the job.",
+        columns: &[
+            c("host", Name, false, "Host, as in every other table: `rank<N>` for a trace JSON file that states its rank (Kineto `distributedInfo`), else the file's name."),
+            c("rank", Int, false, "Rank of the host in its job: the one its file states, else its position (from 0) among the run's hosts in file order."),
+            c("rank_source", Name, false, "`distributedInfo` (the file states the rank) or `file_order`."),
+            c("world_size", Int, true, "Ranks in the job, as the file states (`distributedInfo.world_size`)."),
+            c("backend", Text, true, "Communication backend the file states (`nccl`, `gloo`)."),
+            c("source_file", Text, false, "Name of the host's file (without its profiler suffix)."),
+            c("ts_origin_ns", Int, true, "The file's own timestamp (ns) at start_ns 0 of this host (trace JSON): file ts = start_ns + ts_origin_ns. Analyses that reproduce a tool working in file µs round on this grid."),
         ],
     },
     Table {

@@ -1,6 +1,7 @@
 //! Shared test helpers: fixture locations, temp stores, the profq binary, SQL over a store.
 #![allow(dead_code)]
 
+pub mod kineto_job;
 pub mod servers;
 pub mod synth;
 

@@ -45,6 +45,8 @@ pub(super) struct Piece {
     pub line_list: Vec<(Id, Id)>,
     lines: HashMap<(Id, Id), u32>,
     pub process_names: HashMap<Id, u32>,
+    /// Kineto's `process_labels` (`GPU 0`, `MTIA 9`, `CPU`): the device a process stands for.
+    pub process_labels: HashMap<Id, u32>,
     pub thread_names: HashMap<(Id, Id), u32>,
     /// `B` events with no `E` yet, per thread, innermost last.
     pub open_b: HashMap<(Id, Id), Vec<OpenB>>,
@@ -71,11 +73,52 @@ pub(super) struct Top {
     pub device_kinds: Vec<String>,
     /// `traceEvents` held [`PIECES_MARKER`]: its array was read in pieces.
     pub saw_marker: bool,
+    /// Kineto's `distributedInfo`: the file's rank in a distributed job.
+    pub distributed: Distributed,
+    /// A key only Kineto (PyTorch's profiler) writes: `schemaVersion`, `deviceProperties`,
+    /// `distributedInfo`.
+    pub kineto: bool,
+}
+
+/// Kineto's `distributedInfo` (`{"backend": "nccl", "rank": 3, "world_size": 8, ...}`).
+#[derive(Default)]
+pub(super) struct Distributed {
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    pub backend: Option<String>,
+}
+
+impl Distributed {
+    fn read(v: &serde_json::Value) -> Distributed {
+        // Numbers may be written as text by some exporters.
+        let int = |key: &str| match v.get(key) {
+            Some(serde_json::Value::Number(n)) => n.as_i64(),
+            Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
+            _ => None,
+        };
+        let backend = v.get("backend").and_then(|b| b.as_str()).filter(|b| !b.is_empty()).map(str::to_string);
+        Distributed { rank: int("rank").filter(|r| *r >= 0), world_size: int("world_size").filter(|w| *w > 0), backend }
+    }
 }
 
 /// Stands in for the events array in the top-level text when the array is read in pieces
 /// (JSON text of a string no trace holds).
 pub(super) const PIECES_MARKER: &str = "\u{0}profq:events-read-in-pieces";
+
+/// A Kineto category as today's Kineto names it: 2021-era traces wrote `Operator`,
+/// `Kernel`, `Runtime`, `Driver`, `Memcpy` and `Memset` for `cpu_op`, `kernel`,
+/// `cuda_runtime`, `cuda_driver`, `gpu_memcpy` and `gpu_memset`; every rule reads today's.
+pub(super) fn today_category(cat: &str) -> &str {
+    match cat {
+        "Operator" => "cpu_op",
+        "Kernel" => "kernel",
+        "Runtime" => "cuda_runtime",
+        "Driver" => "cuda_driver",
+        "Memcpy" => "gpu_memcpy",
+        "Memset" => "gpu_memset",
+        other => other,
+    }
+}
 
 fn us_to_ns(us: f64) -> Option<i64> {
     let ns = (us * 1000.0).round();
@@ -126,6 +169,7 @@ impl<'de, 'a> Visitor<'de> for TopSeed<'a> {
                     self.top.display_time_unit = map.next_value::<Option<String>>()?;
                 }
                 "deviceProperties" => {
+                    self.top.kineto = true;
                     // Kineto: [{"id": 0, "name": "NVIDIA H100 80GB HBM3", ...}, ...]
                     let props = map.next_value::<Option<Vec<serde_json::Value>>>()?.unwrap_or_default();
                     for p in props {
@@ -135,6 +179,15 @@ impl<'de, 'a> Visitor<'de> for TopSeed<'a> {
                             }
                         }
                     }
+                }
+                "schemaVersion" => {
+                    self.top.kineto = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                "distributedInfo" => {
+                    self.top.kineto = true;
+                    let info = map.next_value::<Option<serde_json::Value>>()?.unwrap_or_default();
+                    self.top.distributed = Distributed::read(&info);
                 }
                 "baseTimeNanoseconds" => {
                     self.top.base_time_ns = map.next_value::<Option<serde_json::Number>>()?.and_then(|n| n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)));
@@ -275,7 +328,7 @@ impl<'de, 'a> Visitor<'de> for EventSeed<'a> {
                 }
                 EventKey::Cat => {
                     if map.next_value_seed(TextSeed { out: &mut st.scratch, nested: false })? {
-                        ev.cat = st.pool.intern(&st.scratch);
+                        ev.cat = st.pool.intern(today_category(&st.scratch));
                     }
                 }
                 EventKey::Pid => ev.pid = map.next_value_seed(IdSeed { pool: &mut st.pool })?,
@@ -338,36 +391,43 @@ impl<'de, 'a> Visitor<'de> for IdSeed<'a> {
     }
 }
 
-/// A µs timestamp or duration (number or numeric string) in ns.
+/// A µs timestamp or duration (number or numeric string) in ns, read from its decimal text so
+/// that no digit is lost: as an f64, a ts of 1.7e15 µs (epoch µs) keeps only 0.25 µs steps.
 struct TimeSeed;
 
 impl<'de> DeserializeSeed<'de> for TimeSeed {
     type Value = Option<i64>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<i64>, D::Error> {
-        d.deserialize_any(self)
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        Ok(us_text_to_ns(raw.get()))
     }
 }
 
-impl<'de> Visitor<'de> for TimeSeed {
-    type Value = Option<i64>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a time in µs")
+/// µs written as JSON (a number, or a string holding one; null is none) in ns: the integer
+/// and the first three decimals exactly, the fourth rounding half away from zero. A number
+/// with an exponent is read as an f64.
+pub(super) fn us_text_to_ns(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text).trim();
+    if text.contains(['e', 'E']) {
+        return text.parse::<f64>().ok().and_then(us_to_ns);
     }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<i64>, E> {
-        Ok(v.checked_mul(1000))
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty() || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
     }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<i64>, E> {
-        Ok(i64::try_from(v).ok().and_then(|v| v.checked_mul(1000)))
+    let mut ns: i64 = if whole.is_empty() { 0 } else { whole.parse::<i64>().ok()? }.checked_mul(1000)?;
+    let f = fraction.as_bytes();
+    let digit = |k: usize| f.get(k).map_or(0, |b| (b - b'0') as i64);
+    ns = ns.checked_add(digit(0) * 100 + digit(1) * 10 + digit(2))?;
+    if digit(3) >= 5 {
+        ns = ns.checked_add(1)?;
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<i64>, E> {
-        Ok(us_to_ns(v))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<i64>, E> {
-        Ok(v.trim().parse::<f64>().ok().and_then(us_to_ns))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<i64>, E> {
-        Ok(None)
-    }
+    Some(if negative { -ns } else { ns })
 }
 
 /// Reads an `args` object into the piece's arg slots (values rendered as text;
@@ -488,6 +548,7 @@ impl Piece {
             line_list: Vec::new(),
             lines: HashMap::default(),
             process_names: HashMap::default(),
+            process_labels: HashMap::default(),
             thread_names: HashMap::default(),
             open_b: HashMap::default(),
             lone_e: Vec::new(),
@@ -516,11 +577,15 @@ impl Piece {
         let args = 0..self.arg_used;
         match ev.ph {
             b'M' => {
-                let Some(value) = self.arg_text("name").map(str::to_string) else { return };
+                let key = if self.pool.get(ev.name) == Some("process_labels") { "labels" } else { "name" };
+                let Some(value) = self.arg_text(key).map(str::to_string) else { return };
                 let id = self.pool.intern(&value);
                 match self.pool.get(ev.name) {
                     Some("process_name") => {
                         self.process_names.insert(pid, id);
+                    }
+                    Some("process_labels") => {
+                        self.process_labels.insert(pid, id);
                     }
                     Some("thread_name") => {
                         self.thread_names.insert((pid, tid), id);

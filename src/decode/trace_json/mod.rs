@@ -16,8 +16,8 @@
 mod events;
 mod pieces;
 
-use crate::model::{Capture, Line, Plane, PlaneKind, StringPool, NO_STR};
-use events::{Id, Piece, Top};
+use crate::model::{Capture, CaptureMeta, HostFacts, Line, Plane, PlaneKind, StringPool, NO_STR};
+use events::{Distributed, Id, Piece, Top};
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
 
@@ -55,10 +55,15 @@ pub fn decode_trace_json_as<R: Read>(mut open: impl FnMut() -> R, host: &str, ca
     if !top.saw_events_key {
         return Err("not a trace: JSON has no `traceEvents` array".into());
     }
-    let pieces::Joined { mut chunk, line_list, process_names, thread_names, unclosed, unmatched_e, total, dropped_flows, bad_times } =
+    let pieces::Joined { mut chunk, line_list, process_names, process_labels, thread_names, unclosed, unmatched_e, total, dropped_flows, bad_times } =
         pieces::join(pieces, &mut capture.strings);
     crate::timing::stage_done("  trace json: join pieces", &mut clock);
-    let Top { display_time_unit, base_time_ns, device_kinds, .. } = top;
+    let Top { display_time_unit, base_time_ns, device_kinds, distributed, kineto, .. } = top;
+    if kineto {
+        capture.meta.framework = Some("pytorch");
+    }
+    let (file_host, host) = (host, host_name(host, &distributed, &capture.meta));
+    let host = host.as_str();
     for k in device_kinds {
         if !capture.meta.device_kinds.contains(&k) {
             capture.meta.device_kinds.push(k);
@@ -71,6 +76,7 @@ pub fn decode_trace_json_as<R: Read>(mut open: impl FnMut() -> R, host: &str, ca
         capture.meta.hosts.push(host.to_string());
     }
     let mut plane_of_pid: HashMap<Id, u32> = HashMap::default();
+    let first_plane = capture.planes.len();
     let first_line = capture.lines.len() as u32;
     let mut device_pids: Vec<Id> = Vec::new();
     for (pid, tid) in &line_list {
@@ -89,16 +95,9 @@ pub fn decode_trace_json_as<R: Read>(mut open: impl FnMut() -> R, host: &str, ca
                     Some(n) => n.to_string(),
                     None => format!("pid {}", id_text(pid, &capture.strings)),
                 };
-                let mut kind = crate::decode::xplane::plane_kind(&pname);
-                let mut device = NO_STR;
-                if pname.starts_with("/device:") {
-                    device = capture.strings.intern(pname.trim_start_matches("/device:"));
-                } else if device_pids.contains(pid) {
-                    kind = PlaneKind::Device;
-                    device = capture.strings.intern(&format!("GPU:{}", id_text(pid, &capture.strings)));
-                } else if kind == PlaneKind::Other {
-                    kind = PlaneKind::Host;
-                }
+                let label = process_labels.get(pid).and_then(|&id| capture.strings.get(id)).map(str::to_string);
+                let (kind, device) = plane_kind_and_device(&pname, label.as_deref(), device_pids.contains(pid).then(|| id_text(pid, &capture.strings)));
+                let device = device.map_or(NO_STR, |d| capture.strings.intern(&d));
                 let p = capture.planes.len() as u32;
                 let name = capture.strings.intern(&pname);
                 capture.planes.push(Plane { host: host_id, name, kind, device });
@@ -120,20 +119,21 @@ pub fn decode_trace_json_as<R: Read>(mut open: impl FnMut() -> R, host: &str, ca
     for l in chunk.line.iter_mut() {
         *l += first_line;
     }
+    if kineto && !capture.planes[first_plane..].iter().any(|p| p.kind == PlaneKind::Device) {
+        capture.meta.quality_warnings.push(format!(
+            "{host}: a CPU-only trace (no GPU or other device activity was captured): device sections are empty; profile with ProfilerActivity.CUDA to see the device"
+        ));
+    }
 
-    // Relative times: the run starts at the earliest event.
-    let min_ts = chunk.start_ns.iter().copied().min().unwrap_or(0);
-    for s in chunk.start_ns.iter_mut() {
-        *s -= min_ts;
-    }
-    if capture.meta.start_epoch_ns.is_none() {
-        capture.meta.start_epoch_ns = match base_time_ns {
-            Some(base) => Some(base + min_ts),
-            // µs since the epoch (after 2001) when ts are absolute.
-            None if min_ts > 1_000_000_000_000_000_000 => Some(min_ts),
-            None => None,
-        };
-    }
+    let ts_origin_ns = place_on_run_clock(&mut chunk, base_time_ns, &mut capture.meta);
+    capture.meta.host_facts.push(HostFacts {
+        host: host.to_string(),
+        source_file: file_host.to_string(),
+        rank: distributed.rank,
+        world_size: distributed.world_size,
+        backend: distributed.backend,
+        ts_origin_ns,
+    });
     if unclosed > 0 {
         capture.meta.quality_warnings.push(format!("{unclosed} B events have no matching E event (dropped)"));
     }
@@ -164,6 +164,63 @@ pub fn decode_trace_json_as<R: Read>(mut open: impl FnMut() -> R, host: &str, ca
     crate::timing::stage_done("  trace json: nesting", &mut clock);
     capture.chunks.push(chunk);
     Ok(JsonInfo { display_time_unit })
+}
+
+/// A host is named by its rank when its file states one (`rank3`): the files of a job are
+/// named by their writers in many ways, their ranks in one. A second file of the same rank
+/// keeps its file's name.
+fn host_name(file_host: &str, distributed: &Distributed, meta: &CaptureMeta) -> String {
+    match distributed.rank.map(|r| format!("rank{r}")) {
+        Some(name) if !meta.hosts.contains(&name) => name,
+        _ => file_host.to_string(),
+    }
+}
+
+/// Puts a file's events (file times, ns) on the run's clock and returns the file time at
+/// the clock's 0. The run starts at its first file's earliest event. A later file whose
+/// events state absolute time (Kineto's `baseTimeNanoseconds` + ts, or ts since the epoch)
+/// keeps its offset from the first, so that ranks of one job line up as they ran (its
+/// events may then start before 0); otherwise it starts at 0 too.
+fn place_on_run_clock(chunk: &mut crate::model::EventChunk, base_time_ns: Option<i64>, meta: &mut CaptureMeta) -> Option<i64> {
+    let min_ts = chunk.start_ns.iter().copied().min()?;
+    let file_start_epoch = match base_time_ns {
+        Some(base) => Some(base + min_ts),
+        // µs since the epoch (after 2001) when ts are absolute.
+        None if min_ts > 1_000_000_000_000_000_000 => Some(min_ts),
+        None => None,
+    };
+    let origin = match (meta.start_epoch_ns, file_start_epoch) {
+        (Some(run_start), Some(file_start)) if !meta.host_facts.is_empty() => min_ts - (file_start - run_start),
+        _ => min_ts,
+    };
+    if meta.start_epoch_ns.is_none() && meta.host_facts.is_empty() {
+        meta.start_epoch_ns = file_start_epoch;
+    }
+    for s in chunk.start_ns.iter_mut() {
+        *s -= origin;
+    }
+    Some(origin)
+}
+
+/// A process's plane kind and device, by the trace's own device fields: an XPlane-style
+/// `/device:…` name; else Kineto's `process_labels` naming a device (`GPU 0`, `MTIA 9`: device
+/// `GPU:0`, `MTIA:9`); else a process with `stream N` threads, device `GPU:<pid>` (`pid_text`).
+fn plane_kind_and_device(pname: &str, label: Option<&str>, pid_text: Option<String>) -> (PlaneKind, Option<String>) {
+    if let Some(device) = pname.strip_prefix("/device:") {
+        return (crate::decode::xplane::plane_kind(pname), Some(device.to_string()));
+    }
+    let labelled = label.and_then(|l| {
+        let (kind, index) = l.trim().rsplit_once(' ')?;
+        (kind != "CPU" && !kind.is_empty() && index.parse::<u32>().is_ok()).then(|| format!("{kind}:{index}"))
+    });
+    match (labelled, pid_text) {
+        (Some(device), _) => (PlaneKind::Device, Some(device)),
+        (None, Some(pid)) => (PlaneKind::Device, Some(format!("GPU:{pid}"))),
+        (None, None) => match crate::decode::xplane::plane_kind(pname) {
+            PlaneKind::Other => (PlaneKind::Host, None),
+            kind => (kind, None),
+        },
+    }
 }
 
 fn id_text(id: &Id, pool: &StringPool) -> String {

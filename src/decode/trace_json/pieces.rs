@@ -247,6 +247,7 @@ pub(super) struct Joined {
     pub chunk: EventChunk,
     pub line_list: Vec<(Id, Id)>,
     pub process_names: HashMap<Id, u32>,
+    pub process_labels: HashMap<Id, u32>,
     pub thread_names: HashMap<(Id, Id), u32>,
     /// `B` events never closed, and `E` events that closed nothing.
     pub unclosed: usize,
@@ -265,6 +266,7 @@ pub(super) fn join(pieces: Vec<Piece>, pool: &mut StringPool) -> Joined {
         chunk: EventChunk::new(),
         line_list: Vec::new(),
         process_names: HashMap::default(),
+        process_labels: HashMap::default(),
         thread_names: HashMap::default(),
         unclosed: 0,
         unmatched_e: 0,
@@ -275,7 +277,20 @@ pub(super) fn join(pieces: Vec<Piece>, pool: &mut StringPool) -> Joined {
     let mut open_b: HashMap<(Id, Id), Vec<OpenB>> = HashMap::default();
     let mut chunks = Vec::with_capacity(pieces.len());
     for piece in pieces {
-        let Piece { pool: local, mut chunk, line_list, process_names, thread_names, open_b: left_open, lone_e, total, dropped_flows, bad_times, .. } = piece;
+        let Piece {
+            pool: local,
+            mut chunk,
+            line_list,
+            process_names,
+            process_labels,
+            thread_names,
+            open_b: left_open,
+            lone_e,
+            total,
+            dropped_flows,
+            bad_times,
+            ..
+        } = piece;
         let remap = local.ids_in(pool);
         let string = |id: u32| if id == NO_STR { NO_STR } else { remap[id as usize] };
         let id = |id: Id| match id {
@@ -288,6 +303,7 @@ pub(super) fn join(pieces: Vec<Piece>, pool: &mut StringPool) -> Joined {
             *l = line_remap[*l as usize];
         }
         joined.process_names.extend(process_names.into_iter().map(|(p, n)| (id(p), string(n))));
+        joined.process_labels.extend(process_labels.into_iter().map(|(p, n)| (id(p), string(n))));
         joined.thread_names.extend(thread_names.into_iter().map(|((p, t), n)| ((id(p), id(t)), string(n))));
         for e in lone_e {
             let thread = (id(e.thread.0), id(e.thread.1));

@@ -131,6 +131,26 @@ pub fn page(s: &Summary, timeline: Option<&Timeline>, top_k: usize) -> String {
         let (spec, marks) = charts::skew(&s.profq_per_device);
         p.chart("skew", spec, marks);
     }
+    if !s.profq_straggler_ranks.is_empty() {
+        p.section(
+            "Straggler ranks",
+            Some("Collectives matched across the ranks of the job: how often each rank arrived last, and its summed lateness behind the first rank to arrive."),
+        );
+        let rows = s
+            .profq_straggler_ranks
+            .iter()
+            .map(|r| {
+                vec![
+                    Cell::int(r.rank),
+                    Cell::text(r.host.clone().unwrap_or_default()),
+                    Cell::int(r.instances),
+                    Cell::int(r.times_last),
+                    Cell::num(r.lateness_duration),
+                ]
+            })
+            .collect();
+        p.table("straggler_ranks", &["rank", "host", "collectives", "times last", "lateness (µs)"], rows);
+    }
     p.finish()
 }
 

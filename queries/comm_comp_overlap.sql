@@ -1,0 +1,36 @@
+-- HTA's communication-computation overlap per rank: the share of communication kernel time
+-- during which computation kernels run too, by HTA 0.5.0's definitions (get_comm_comp_overlap).
+--
+-- Answers: does each rank hide its collectives behind computation? A low share on one rank
+-- among many is a rank whose communication is exposed.
+-- Per rank, COMMUNICATION and COMPUTATION GPU events are each merged
+-- (include/hta_merged.sql); the overlap is the time both run, over the merged communication
+-- time. GPU events and window are include/hta_kernels.sql's.
+-- Reads every event: an INPUT is opened with all its events for it (source::open_whole).
+--
+-- Parameters:
+--   run_id             TEXT         run to analyse
+--   include_last_step  INT    = 0   1 keeps the last ProfilerStep (HTA's include_last_profiler_step)
+--
+-- Columns:
+--   rank         rank (hosts.rank); every host of the run has a row
+--   overlap_pct  overlap / communication time, in %, rounded to 2 decimals; null without communication
+WITH k AS ({{include hta_kernels}}),
+grouped AS (SELECT rank, kernel_type AS grp, start_us, end_us FROM k WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION')),
+merged AS ({{include hta_merged}}),
+points AS (
+  SELECT rank, start_us AS t, CASE grp WHEN 'COMMUNICATION' THEN 1 ELSE 2 END AS delta FROM merged
+  UNION ALL SELECT rank, end_us, CASE grp WHEN 'COMMUNICATION' THEN -1 ELSE -2 END FROM merged
+),
+swept AS (
+  SELECT rank, t,
+         sum(delta) OVER (PARTITION BY rank ORDER BY t, delta ROWS UNBOUNDED PRECEDING) AS running,
+         lead(t) OVER (PARTITION BY rank ORDER BY t, delta) AS next_t
+  FROM points
+),
+overlap AS (SELECT rank, sum(next_t - t) AS overlap_us FROM swept WHERE running = 3 AND next_t IS NOT NULL GROUP BY rank),
+comm AS (SELECT rank, sum(end_us - start_us) AS comm_us FROM merged WHERE grp = 'COMMUNICATION' GROUP BY rank),
+ranks AS (SELECT DISTINCT rank FROM hosts WHERE run_id = {{run_id}})
+SELECT r.rank, CASE WHEN c.comm_us <> 0 THEN round(100.0 * coalesce(o.overlap_us, 0) / c.comm_us, 2) END AS overlap_pct
+FROM ranks r LEFT JOIN comm c ON c.rank = r.rank LEFT JOIN overlap o ON o.rank = r.rank
+ORDER BY r.rank
