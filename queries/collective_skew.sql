@@ -17,7 +17,7 @@
 --   arrival_ns   start of the rank's collective, on the run's clock
 --   lateness_ns  arrival_ns - the instance's earliest arrival
 --   wait_ns      the instance's latest arrival - arrival_ns: how long this rank waited for the last
---   last_rank    the rank that arrived last (ties: the lowest rank)
+--   last_rank    the rank that arrived last (ties: the lowest rank); null when all arrived at once
 --   skew_ns      the instance's latest - earliest arrival
 -- Rows only from: collectives
 WITH a AS ({{include collective_arrivals}})

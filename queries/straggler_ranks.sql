@@ -15,7 +15,7 @@
 --   rank         rank (hosts.rank)
 --   host         host
 --   instances    collective instances the rank took part in
---   times_last   instances at which it arrived last (ties: the lowest rank)
+--   times_last   instances at which it arrived last (ties: the lowest rank; not when all arrived at once)
 --   lateness_ns  summed lateness over those instances
 -- Rows only from: collectives
 WITH a AS ({{include collective_arrivals}})

@@ -92,3 +92,24 @@ fn a_rank_of_its_own_has_no_instances() {
     let dir = job_dir("ranks-one", &Job { ranks: 1, steps: 3, late_rank: 0, late_us: 0 });
     assert!(run_json(&["run", "straggler_ranks", dir.to_str().unwrap(), "--format", "json"]).is_empty());
 }
+
+/// A multi-host XPlane session: hosts are ranks in file order, and its collectives are
+/// matched across hosts by module, op and order. The hosts here are copies of one capture,
+/// so every collective arrives everywhere at once: no rank is last, none is late.
+#[test]
+fn xplane_hosts_are_ranks_and_their_collectives_match() {
+    let src = xplane_of(&jax_cpu("multi_device_dp"));
+    let session = temp_dir("ranks-xplane").join("run/plugins/profile/2026_01_01_00_00_00");
+    std::fs::create_dir_all(&session).unwrap();
+    for host in ["worker-0", "worker-1", "worker-2"] {
+        std::fs::copy(&src, session.join(format!("{host}.xplane.pb"))).unwrap();
+    }
+    let input = session.parent().unwrap().parent().unwrap().parent().unwrap().to_str().unwrap().to_string();
+    let ranks = run_json(&["run", "straggler_ranks", &input, "--format", "json"]);
+    let got: Vec<(i64, &str, i64, i64)> =
+        ranks.iter().map(|r| (as_i64(&r["rank"]), as_str(&r["host"]), as_i64(&r["times_last"]), as_i64(&r["lateness_ns"]))).collect();
+    assert_eq!(got, [(0, "worker-0", 0, 0), (1, "worker-1", 0, 0), (2, "worker-2", 0, 0)]);
+    assert!(as_i64(&ranks[0]["instances"]) > 0 && ranks.iter().all(|r| r["instances"] == ranks[0]["instances"]), "{ranks:?}");
+    let hosts = run_json(&["run", "per_host", &input, "--format", "json"]);
+    assert_eq!(hosts.iter().map(|h| as_i64(&h["rank"])).collect::<Vec<_>>(), [0, 1, 2]);
+}

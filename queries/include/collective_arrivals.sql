@@ -21,7 +21,7 @@
 --   arrival_ns  start of the rank's collective
 --   first_ns    the instance's earliest arrival
 --   last_ns     the instance's latest arrival
---   last_rank   the rank that arrived last (ties: the lowest rank)
+--   last_rank   the rank that arrived last (ties: the lowest rank); null when all arrived at once
 WITH c AS (
   SELECT h.rank, CAST(c.host AS VARCHAR) AS host, CAST(c.device AS VARCHAR) AS device, c.start_ns,
          coalesce(e.args['Process Group Name'], CAST(c.hlo_module AS VARCHAR), '') AS grp,
@@ -52,9 +52,10 @@ instances AS (
 last AS (
   SELECT a.grp, a.collective, a.seq, min(a.rank) AS last_rank
   FROM arrivals a JOIN instances i ON i.grp = a.grp AND i.collective = a.collective AND i.seq = a.seq AND a.arrival_ns = i.last_ns
+  WHERE i.last_ns > i.first_ns
   GROUP BY a.grp, a.collective, a.seq
 )
 SELECT a.grp, a.collective, a.seq, a.rank, a.host, a.arrival_ns, i.first_ns, i.last_ns, l.last_rank
 FROM arrivals a
 JOIN instances i ON i.grp = a.grp AND i.collective = a.collective AND i.seq = a.seq
-JOIN last l ON l.grp = a.grp AND l.collective = a.collective AND l.seq = a.seq
+LEFT JOIN last l ON l.grp = a.grp AND l.collective = a.collective AND l.seq = a.seq

@@ -282,7 +282,7 @@ fn rank_straggler(s: &Summary) -> Option<Candidate> {
     let worst = s.profq_straggler_ranks.first()?;
     let (instances, last) = (worst.instances.unwrap_or(0), worst.times_last.unwrap_or(0));
     let rank = shown(worst.rank);
-    (instances >= 2 && 2 * last >= instances).then(|| {
+    (instances >= 2 && 2 * last >= instances && worst.lateness_duration.unwrap_or(0.0) > 0.0).then(|| {
         candidate(
             "rank-straggler",
             "One rank holds up the collectives",
