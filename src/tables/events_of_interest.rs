@@ -49,7 +49,8 @@ const COPY_CATEGORY: &str = "gpu_memcpy";
 /// copies themselves.
 const HOST_API_CATEGORIES: [&str; 2] = ["cuda_runtime", "cuda_driver"];
 
-/// A compile event: its lowercased name contains `compile`, not as `compiled`
+/// A compile event: its lowercased name (a Python frame's: its function's) contains
+/// `compile`, not as `compiled`
 /// (backend_compile_and_load, PjRtCpuClient::Compile, XlaCompile, CpuCompiler, Dynamo's and
 /// Inductor's `_compile.compile_inner`, `compile_fx_inner`, python `compile` frames, …), and it is
 /// not a copy that a compiler object runs. A compiled function running
@@ -59,7 +60,10 @@ pub fn is_compile_event(name: &str) -> bool {
 }
 
 fn is_compile_lowercased(lower: &str) -> bool {
-    let compiling = lower.match_indices(COMPILE_WORD).any(|(at, word)| !lower[at + word.len()..].starts_with('d'));
+    // A Python frame (`torch/_dynamo/convert_frame.py(1021): _compile`) compiles when its
+    // function does, wherever its file lives (`torch/compiler/__init__.py(367): is_compiling`).
+    let subject = lower.find(".py(").and_then(|at| lower[at..].find("): ").map(|end| &lower[at + end + 3..])).unwrap_or(lower);
+    let compiling = subject.match_indices(COMPILE_WORD).any(|(at, word)| !subject[at + word.len()..].starts_with('d'));
     compiling && !COPIES_NAMED_LIKE_COMPILES.iter().any(|w| lower.contains(w))
 }
 
@@ -202,7 +206,9 @@ mod tests {
         for name in ["backend_compile_and_load", "PjRtCpuClient::Compile", "XlaCompile", "CpuCompiler::RunBackend compile"] {
             assert!(is_compile_event(name), "{name}");
         }
-        for name in ["_compile.compile_inner (dynamo_timed)", "compile_fx_inner", "OutputGraph.call_user_compiler"] {
+        for name in
+            ["_compile.compile_inner (dynamo_timed)", "compile_fx_inner", "OutputGraph.call_user_compiler", "torch/_dynamo/convert_frame.py(1021): _compile"]
+        {
             assert!(is_compile_event(name), "{name}");
         }
         for name in [
@@ -211,6 +217,8 @@ mod tests {
             "fusion.3",
             "autograd::engine::evaluate_function: CompiledFunctionBackward",
             "Torch-Compiled Region: 0/0",
+            "torch/compiler/__init__.py(367): is_compiling",
+            "torch/cuda/__init__.py(107): _is_compiled",
         ] {
             assert!(!is_compile_event(name), "{name}");
         }
