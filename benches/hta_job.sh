@@ -3,7 +3,8 @@
 # HTA's (HolisticTraceAnalysis 0.5.0) load plus its four breakdowns, in the same rounds.
 # HTA's figure is its own: TraceAnalysis load and the four calls as run_hta_oracle.py times
 # them (`load_seconds` + each call's `seconds`), without Python's start and imports; the
-# whole HTA process is recorded beside it. profq's is the two commands' wall time.
+# whole HTA process is recorded beside it. profq's is the two commands' wall time, and,
+# beside it, the four HTA-defined queries run on the stored job (what HTA's calls compute).
 #
 #   benches/hta_job.sh [RUNS] [make_kineto_job.py options...]
 #
@@ -29,6 +30,7 @@ for i in $(seq "$RUNS"); do
   rm -rf "$SCRATCH/store"
   measure pytorch_job profq_ingest "$PROFQ" ingest "$SCRATCH/job" --store "$SCRATCH/store" --run-id job
   measure pytorch_job profq_summarize "$PROFQ" summarize --run job --store "$SCRATCH/store" --output "$SCRATCH/summary.json"
+  measure pytorch_job profq_hta_queries bash -c 'for q in temporal_breakdown idle_breakdown kernel_breakdown comm_comp_overlap; do "$0" run $q --run job --store "$1" --format json > /dev/null || exit 1; done' "$PROFQ" "$SCRATCH/store"
   measure pytorch_job hta_process "$PYTHON" "$HTA_ORACLE" --out "$SCRATCH/hta" "$SCRATCH"/job/*.json.gz
   "$PYTHON" - "$SCRATCH/hta/hta_oracle.json" "$i" "$MEASURE_INPUT" >> "$SCRATCH/results" <<'PY'
 import json, sys
@@ -50,5 +52,7 @@ for t, wall in med.items():
     print(f"{t:24} {wall:7.3f} s")
 profq = med["profq_ingest"] + med["profq_summarize"]
 print(f"profq ingest + summary {profq:.3f} s; HTA load + analyses {med['hta_load_and_analyses']:.3f} s: HTA / profq = {med['hta_load_and_analyses'] / profq:.2f}x")
+with_hta = profq + med["profq_hta_queries"]
+print(f"profq ingest + summary + the four HTA queries {with_hta:.3f} s: HTA / profq = {med['hta_load_and_analyses'] / with_hta:.2f}x")
 print(f"appended to {sys.argv[2]}")
 PY

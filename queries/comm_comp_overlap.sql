@@ -18,19 +18,26 @@
 WITH k AS ({{include hta_kernels}}),
 grouped AS (SELECT rank, kernel_type AS grp, start_us, end_us FROM k WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION')),
 merged AS ({{include hta_merged}}),
+-- Each merged interval's start (+1 communication, +2 computation) and end (the same, negative),
+-- merged read once: the start point of a communication interval carries its length.
 points AS (
-  SELECT rank, start_us AS t, CASE grp WHEN 'COMMUNICATION' THEN 1 ELSE 2 END AS delta FROM merged
-  UNION ALL SELECT rank, end_us, CASE grp WHEN 'COMMUNICATION' THEN -1 ELSE -2 END FROM merged
+  SELECT m.rank, CASE WHEN p.side = 1 THEN m.start_us ELSE m.end_us END AS t,
+         p.side * CASE m.grp WHEN 'COMMUNICATION' THEN 1 ELSE 2 END AS delta,
+         CASE WHEN p.side = 1 AND m.grp = 'COMMUNICATION' THEN m.end_us - m.start_us ELSE 0 END AS comm_len
+  FROM merged m CROSS JOIN (VALUES (1), (-1)) AS p(side)
 ),
 swept AS (
-  SELECT rank, t,
+  SELECT rank, t, comm_len,
          sum(delta) OVER (PARTITION BY rank ORDER BY t, delta ROWS UNBOUNDED PRECEDING) AS running,
          lead(t) OVER (PARTITION BY rank ORDER BY t, delta) AS next_t
   FROM points
 ),
-overlap AS (SELECT rank, sum(next_t - t) AS overlap_us FROM swept WHERE running = 3 AND next_t IS NOT NULL GROUP BY rank),
-comm AS (SELECT rank, sum(end_us - start_us) AS comm_us FROM merged WHERE grp = 'COMMUNICATION' GROUP BY rank),
+per AS (
+  SELECT rank, sum(CASE WHEN running = 3 AND next_t IS NOT NULL THEN next_t - t ELSE 0 END) AS overlap_us,
+         sum(comm_len) AS comm_us
+  FROM swept GROUP BY rank
+),
 ranks AS (SELECT DISTINCT rank FROM hosts WHERE run_id = {{run_id}})
-SELECT r.rank, CASE WHEN c.comm_us <> 0 THEN round(100.0 * coalesce(o.overlap_us, 0) / c.comm_us, 2) END AS overlap_pct
-FROM ranks r LEFT JOIN comm c ON c.rank = r.rank LEFT JOIN overlap o ON o.rank = r.rank
+SELECT r.rank, CASE WHEN p.comm_us <> 0 THEN round(100.0 * p.overlap_us / p.comm_us, 2) END AS overlap_pct
+FROM ranks r LEFT JOIN per p ON p.rank = r.rank
 ORDER BY r.rank

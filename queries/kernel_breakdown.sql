@@ -21,8 +21,12 @@
 WITH k AS ({{include hta_kernels}}),
 grouped AS (SELECT rank, kernel_type AS grp, start_us, end_us FROM k WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION', 'MEMORY')),
 merged AS ({{include hta_merged}}),
-bits AS (SELECT rank, start_us, end_us, CASE grp WHEN 'COMPUTATION' THEN 1 WHEN 'COMMUNICATION' THEN 2 ELSE 4 END AS bit FROM merged),
-points AS (SELECT rank, start_us AS t, bit AS delta FROM bits UNION ALL SELECT rank, end_us, -bit FROM bits),
+-- Each merged interval's start (+bit) and end (-bit), merged read once.
+points AS (
+  SELECT m.rank, CASE WHEN p.side = 1 THEN m.start_us ELSE m.end_us END AS t,
+         p.side * CASE m.grp WHEN 'COMPUTATION' THEN 1 WHEN 'COMMUNICATION' THEN 2 ELSE 4 END AS delta
+  FROM merged m CROSS JOIN (VALUES (1), (-1)) AS p(side)
+),
 swept AS (
   SELECT rank, t,
          sum(delta) OVER (PARTITION BY rank ORDER BY t, delta ROWS UNBOUNDED PRECEDING) AS running,

@@ -26,20 +26,22 @@
 --   non_compute_pct  non_compute_ns / kernel_span_ns, in %, rounded to 2 decimals
 -- Rows only from: events
 WITH k AS ({{include hta_kernels}}),
+-- Every GPU event in ALL, and the computation kernels again in COMPUTATION (k read once).
 grouped AS (
-  SELECT rank, 'ALL' AS grp, start_us, end_us FROM k
-  UNION ALL SELECT rank, kernel_type, start_us, end_us FROM k WHERE kernel_type = 'COMPUTATION'
+  SELECT k.rank, v.grp, k.start_us, k.end_us
+  FROM k CROSS JOIN (VALUES ('ALL'), ('COMPUTATION')) AS v(grp)
+  WHERE v.grp = 'ALL' OR k.kernel_type = v.grp
 ),
 merged AS ({{include hta_merged}}),
-per_grp AS (SELECT rank, grp, sum(end_us - start_us) AS busy_us, min(start_us) AS first_us, max(merged_no) AS last_no FROM merged GROUP BY rank, grp),
-span AS (
-  SELECT p.rank, m.end_us - p.first_us AS span_us, p.busy_us
-  FROM per_grp p JOIN merged m ON m.rank = p.rank AND m.grp = p.grp AND m.merged_no = p.last_no
-  WHERE p.grp = 'ALL'
+per_grp AS (
+  SELECT rank, grp, sum(end_us - start_us) AS busy_us, min(start_us) AS first_us, last_value(end_us ORDER BY merged_no) AS last_end_us
+  FROM merged GROUP BY rank, grp
 ),
 t AS (
-  SELECT s.rank, s.span_us, s.span_us - s.busy_us AS idle_us, coalesce(c.busy_us, 0) AS compute_us
-  FROM span s LEFT JOIN per_grp c ON c.rank = s.rank AND c.grp = 'COMPUTATION'
+  SELECT rank, max(CASE WHEN grp = 'ALL' THEN last_end_us - first_us END) AS span_us,
+         max(CASE WHEN grp = 'ALL' THEN last_end_us - first_us - busy_us END) AS idle_us,
+         coalesce(max(CASE WHEN grp = 'COMPUTATION' THEN busy_us END), 0) AS compute_us
+  FROM per_grp GROUP BY rank
 )
 SELECT rank, idle_us * 1000 AS idle_ns, compute_us * 1000 AS compute_ns, (span_us - compute_us - idle_us) * 1000 AS non_compute_ns,
        span_us * 1000 AS kernel_span_ns,

@@ -34,27 +34,23 @@ WITH ev AS (
   FROM events e JOIN hosts h ON h.run_id = e.run_id AND h.host = e.host
   WHERE e.run_id = {{run_id}} AND e.category IS NOT NULL AND CAST(e.category AS VARCHAR) <> 'Trace'
 ),
-correlated AS (SELECT * FROM ev WHERE stream >= 0 AND correlation >= 0),
+-- Host events: all but the correlated GPU events and the device's synchronisations.
 host AS (
-  SELECT * FROM ev
+  SELECT rank, name, correlation, start_us, end_us FROM ev
   WHERE NOT (coalesce(stream, -1) >= 0 AND correlation >= 0) AND name NOT IN ('Event Sync', 'Context Sync')
 ),
 windowed AS (SELECT count(DISTINCT name) >= 2 AS yes FROM ev WHERE name LIKE '%ProfilerStep%'),
 last_step AS (
   SELECT rank, max(start_us) AS start_us, max(end_us) AS end_us FROM host WHERE name LIKE '%ProfilerStep%' GROUP BY rank
 ),
+-- A kernel is in the window when any launch of its correlation is: when its earliest is.
 launch AS (SELECT rank, correlation, min(start_us) AS start_us FROM host WHERE correlation >= 0 GROUP BY rank, correlation),
-in_window AS (
-  SELECT l.rank, l.correlation FROM launch l JOIN last_step s ON s.rank = l.rank
-  WHERE ({{include_last_step}} = 0 AND l.start_us < s.start_us) OR ({{include_last_step}} <> 0 AND l.start_us <= s.end_us)
+gpu AS (
+  SELECT g.rank, g.stream, g.name, g.category, g.start_us, g.end_us, l.start_us AS launch_us,
+         CASE WHEN g.correlation >= 0 THEN l.start_us ELSE g.start_us END AS placed_us
+  FROM ev g LEFT JOIN launch l ON g.correlation >= 0 AND l.rank = g.rank AND l.correlation = g.correlation
+  WHERE g.stream >= 0
 )
-SELECT k.rank, k.stream, k.name, k.category, hta_kernel_type(k.name) AS kernel_type, k.start_us, k.end_us, l.start_us AS launch_us
-FROM correlated k
-LEFT JOIN launch l ON l.rank = k.rank AND l.correlation = k.correlation
-CROSS JOIN windowed w
-WHERE NOT w.yes OR EXISTS (SELECT 1 FROM in_window i WHERE i.rank = k.rank AND i.correlation = k.correlation)
-UNION ALL
-SELECT u.rank, u.stream, u.name, u.category, hta_kernel_type(u.name), u.start_us, u.end_us, CAST(NULL AS BIGINT)
-FROM host u CROSS JOIN windowed w LEFT JOIN last_step s ON s.rank = u.rank
-WHERE u.stream >= 0
-  AND (NOT w.yes OR ({{include_last_step}} = 0 AND u.start_us < s.start_us) OR ({{include_last_step}} <> 0 AND u.start_us <= s.end_us))
+SELECT g.rank, g.stream, g.name, g.category, hta_kernel_type(g.name) AS kernel_type, g.start_us, g.end_us, g.launch_us
+FROM gpu g CROSS JOIN windowed w LEFT JOIN last_step s ON s.rank = g.rank
+WHERE NOT w.yes OR ({{include_last_step}} = 0 AND g.placed_us < s.start_us) OR ({{include_last_step}} <> 0 AND g.placed_us <= s.end_us)
