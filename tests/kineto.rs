@@ -8,18 +8,31 @@ use common::*;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
-/// Writes a Kineto trace of `events` (with `extra` top-level keys) and ingests it.
-fn ingest_trace(tag: &str, events: Vec<Value>, extra: Value) -> PathBuf {
-    let dir = temp_dir(tag);
+/// Writes a trace's JSON text as `rank0.pt.trace.json` in a directory of its own.
+fn write_text(tag: &str, text: &str) -> PathBuf {
+    let trace = temp_dir(tag).join("rank0.pt.trace.json");
+    std::fs::write(&trace, text).unwrap();
+    trace
+}
+
+/// Writes a Kineto trace of `events` (with `extra` top-level keys).
+fn write_trace(tag: &str, events: Vec<Value>, extra: Value) -> PathBuf {
     let mut top = json!({"schemaVersion": 1, "traceEvents": events, "displayTimeUnit": "ms"});
     if let (Some(t), Value::Object(more)) = (top.as_object_mut(), extra) {
         t.extend(more);
     }
-    let trace = dir.join("rank0.pt.trace.json");
-    std::fs::write(&trace, serde_json::to_vec(&top).unwrap()).unwrap();
-    let store = dir.join("store");
-    ingest(&store, &trace, "t");
+    write_text(tag, &top.to_string())
+}
+
+/// Ingests a trace into a store beside it and returns the store.
+fn ingest_file(trace: &std::path::Path) -> PathBuf {
+    let store = trace.parent().unwrap().join("store");
+    ingest(&store, trace, "t");
     store
+}
+
+fn ingest_trace(tag: &str, events: Vec<Value>, extra: Value) -> PathBuf {
+    ingest_file(&write_trace(tag, events, extra))
 }
 
 fn meta(pid: i64, tid: i64, process: &str, label: &str, thread: &str) -> Vec<Value> {
@@ -34,17 +47,12 @@ fn meta(pid: i64, tid: i64, process: &str, label: &str, thread: &str) -> Vec<Val
 fn ns_timestamps_on_the_epoch_keep_every_ns() {
     // 1.7e15 µs as an f64 keeps 0.25 µs steps: these three events would collapse.
     // serde_json would write the f64s rounded; the text is what a trace holds.
-    let dir = temp_dir("kineto-ns");
-    let text = serde_json::to_string(&json!({"schemaVersion": 1, "traceEvents": []})).unwrap().replace(
-        "[]",
-        r#"[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1700000000000000.001,"dur":0.5},
+    let store = ingest_file(&write_text(
+        "kineto-ns",
+        r#"{"schemaVersion":1,"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1700000000000000.001,"dur":0.5},
             {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":1700000000000000.124,"dur":0.0007},
-            {"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":1,"ts":"1700000000000001.999","dur":"1.0005"}]"#,
-    );
-    let trace = dir.join("t.pt.trace.json");
-    std::fs::write(&trace, text).unwrap();
-    let store = dir.join("store");
-    ingest(&store, &trace, "t");
+            {"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":1,"ts":"1700000000000001.999","dur":"1.0005"}]}"#,
+    ));
     let rows = sql(&store, "SELECT CAST(name AS VARCHAR) AS name, start_ns, dur_ns FROM events ORDER BY name");
     let got: Vec<(String, i64, i64)> = rows.iter().map(|r| (as_str(&r["name"]).to_string(), as_i64(&r["start_ns"]), as_i64(&r["dur_ns"]))).collect();
     assert_eq!(got, [("a".into(), 0, 500), ("b".into(), 123, 1), ("c".into(), 1998, 1001)]);
@@ -55,14 +63,12 @@ fn ns_timestamps_on_the_epoch_keep_every_ns() {
 /// Kineto writes C++'s 64-bit integers: addresses and hashes up to u64::MAX.
 #[test]
 fn integers_beyond_i64_stay_exact_in_args() {
-    let dir = temp_dir("kineto-bigint");
-    let text = r#"{"schemaVersion": 1, "traceEvents": [
+    let store = ingest_file(&write_text(
+        "kineto-bigint",
+        r#"{"schemaVersion": 1, "traceEvents": [
         {"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":1,"ts":10,"dur":5,
-         "args":{"Addr": 18446744073709551615, "Hash": 9223372036854775808, "Neg": -9223372036854775808}}]}"#;
-    let trace = dir.join("t.pt.trace.json");
-    std::fs::write(&trace, text).unwrap();
-    let store = dir.join("store");
-    ingest(&store, &trace, "t");
+         "args":{"Addr": 18446744073709551615, "Hash": 9223372036854775808, "Neg": -9223372036854775808}}]}"#,
+    ));
     let rows = sql(&store, "SELECT args['Addr'] AS addr, args['Hash'] AS hash, args['Neg'] AS neg FROM events");
     assert_eq!(rows[0]["addr"], "18446744073709551615");
     assert_eq!(rows[0]["hash"], "9223372036854775808");
@@ -114,9 +120,7 @@ fn a_cpu_only_trace_summarizes_with_no_device_and_says_so() {
         json!({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 700, "dur": 500, "args": {}}),
         json!({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 720, "dur": 300, "args": {}}),
     ];
-    let dir = temp_dir("kineto-cpu");
-    let trace = dir.join("cpu.pt.trace.json");
-    std::fs::write(&trace, serde_json::to_vec(&json!({"schemaVersion": 1, "traceEvents": events})).unwrap()).unwrap();
+    let trace = write_trace("kineto-cpu", events, json!({}));
     let s = summarize(&trace, &[]);
     assert_eq!(s["run_metadata"]["num_devices"], 0, "{}", s["run_metadata"]);
     assert!(s["hot_ops"].as_array().unwrap().is_empty());
@@ -142,9 +146,7 @@ fn pytorch_findings_speak_pytorch() {
             json!({"ph": "X", "cat": "kernel", "name": "triton_poi_fused_add_0", "pid": 0, "tid": 7, "ts": s + 840, "dur": 100, "args": {"correlation": 10 * step + 3, "stream": 7, "device": 0}}),
         ]);
     }
-    let dir = temp_dir("kineto-findings");
-    let trace = dir.join("rank0.pt.trace.json");
-    std::fs::write(&trace, serde_json::to_vec(&json!({"schemaVersion": 1, "traceEvents": events})).unwrap()).unwrap();
+    let trace = write_trace("kineto-findings", events, json!({}));
     let s = summarize(&trace, &["--warmup-steps", "1"]);
     assert_eq!(s["profq_producer"]["framework"], "pytorch");
     // Only the device's host-to-device copy is a transfer: not the host's API call, not the DtoD copy.

@@ -78,12 +78,14 @@ pub fn is_transfer_event(name: &str, category: Option<&str>) -> bool {
 /// TransferLiteral…). A copy within one device's memory (DtoD) is memory work, not a
 /// transfer; a host API call (Kineto's runtime and driver categories) is a launch.
 pub fn transfer_direction(name: &str, category: Option<&str>) -> Option<&'static str> {
+    transfer_direction_lowercased(&name.to_lowercase(), category)
+}
+
+fn transfer_direction_lowercased(lower: &str, category: Option<&str>) -> Option<&'static str> {
     if category.is_some_and(|c| HOST_API_CATEGORIES.contains(&c)) {
         return None;
     }
-    let lower = name.to_lowercase();
-    let copy = category == Some(COPY_CATEGORY);
-    if !copy && !is_transfer_lowercased(&lower) {
+    if category != Some(COPY_CATEGORY) && !is_transfer_lowercased(lower) {
         return None;
     }
     // Underscores are optional between words (`host_to_device`, `hosttodevice`).
@@ -135,7 +137,9 @@ pub fn is_of_interest(name: &str, category: Option<&str>) -> bool {
     if !may_be_of_interest(name) {
         return false;
     }
-    is_compile_event(name) || transfer_direction(name, category).is_some()
+    // Lowercased once for both rules.
+    let lower = name.to_lowercase();
+    is_compile_lowercased(&lower) || transfer_direction_lowercased(&lower, category).is_some()
 }
 
 /// Whether `name` holds a word one of the rules needs ([`rule_words`]), ASCII case ignored:

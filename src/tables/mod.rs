@@ -186,28 +186,30 @@ fn runs_batch(capture: &Capture, run: &derive::RunDerived, info: &RunInfo) -> Re
 /// One row per host in `meta.hosts` order; a host no decoder stated facts of keeps its
 /// name as its file's and its position as its rank.
 fn hosts_batch(meta: &crate::model::CaptureMeta) -> Result<RecordBatch> {
-    let facts: Vec<crate::model::HostFacts> = meta
+    use crate::model::HostFacts;
+    let rows: Vec<(HostFacts, i64, &str)> = meta
         .hosts
         .iter()
         .enumerate()
         .map(|(k, h)| {
-            let stated = meta.host_facts.iter().find(|f| &f.host == h).cloned();
-            let mut f = stated.unwrap_or_else(|| crate::model::HostFacts { host: h.clone(), source_file: h.clone(), ..Default::default() });
-            f.rank = f.rank.or(Some(k as i64));
-            f
+            let f = meta.host_facts.iter().find(|f| &f.host == h).cloned();
+            let f = f.unwrap_or_else(|| HostFacts { host: h.clone(), source_file: h.clone(), ..Default::default() });
+            match f.rank {
+                Some(rank) => (f, rank, "distributedInfo"),
+                None => (f, k as i64, "file_order"),
+            }
         })
         .collect();
-    let stated = |f: &crate::model::HostFacts| meta.host_facts.iter().any(|s| s.host == f.host && s.rank.is_some());
     batch(
         "hosts",
         vec![
-            Arc::new(facts.iter().map(|f| f.host.as_str()).collect::<DictionaryArray<arrow::datatypes::Int32Type>>()),
-            i64s(facts.iter().map(|f| f.rank.unwrap_or(0))),
-            Arc::new(facts.iter().map(|f| if stated(f) { "distributedInfo" } else { "file_order" }).collect::<DictionaryArray<arrow::datatypes::Int32Type>>()),
-            Arc::new(facts.iter().map(|f| f.world_size).collect::<Int64Array>()),
-            Arc::new(facts.iter().map(|f| f.backend.as_deref()).collect::<StringArray>()),
-            Arc::new(StringArray::from_iter_values(facts.iter().map(|f| f.source_file.as_str()))),
-            Arc::new(facts.iter().map(|f| f.ts_origin_ns).collect::<Int64Array>()),
+            Arc::new(rows.iter().map(|(f, ..)| f.host.as_str()).collect::<DictionaryArray<arrow::datatypes::Int32Type>>()),
+            i64s(rows.iter().map(|(_, rank, _)| *rank)),
+            Arc::new(rows.iter().map(|(.., source)| *source).collect::<DictionaryArray<arrow::datatypes::Int32Type>>()),
+            Arc::new(rows.iter().map(|(f, ..)| f.world_size).collect::<Int64Array>()),
+            Arc::new(rows.iter().map(|(f, ..)| f.backend.as_deref()).collect::<StringArray>()),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|(f, ..)| f.source_file.as_str()))),
+            Arc::new(rows.iter().map(|(f, ..)| f.ts_origin_ns).collect::<Int64Array>()),
         ],
     )
 }
