@@ -17,6 +17,10 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // The linker decision below reads these; a change of linker relinks with it.
+    for key in ["RUSTC_LINKER", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER"] {
+        println!("cargo:rerun-if-env-changed={key}");
+    }
     let env = |key: &str| std::env::var(key).unwrap_or_default();
     if env("CARGO_CFG_TARGET_OS") == "linux" {
         println!("cargo:rustc-link-arg-bins=-no-pie");
