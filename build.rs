@@ -9,7 +9,8 @@
 //! - Identical functions folded into one (`--icf=all`) in release builds that rust-lld links,
 //!   the default linker of x86_64 Linux: every codegen unit of every crate keeps a copy of the
 //!   drop glue and inlined generics it uses, and many copies are the same machine code.
-//!   4 % of the release binary at the same speed (benches/results/2026-12-07-binary-size.csv).
+//!   4 % of the release binary without LTO, at the same speed
+//!   (benches/results/2026-12-07-binary-size.csv).
 //!   Skipped where another linker may be in use (one named in the environment or in
 //!   RUSTFLAGS), since GNU ld has no `--icf`.
 //!
@@ -17,8 +18,9 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    // The linker decision below reads these; a change of linker relinks with it.
-    for key in ["RUSTC_LINKER", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER"] {
+    // What a user sets to change the linker, which the decision below depends on (cargo
+    // hands the build script RUSTC_LINKER and CARGO_ENCODED_RUSTFLAGS from these).
+    for key in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER"] {
         println!("cargo:rerun-if-env-changed={key}");
     }
     let env = |key: &str| std::env::var(key).unwrap_or_default();

@@ -23,10 +23,11 @@ def run(cmd):
     """Runs cmd; returns (wall s, CPU s, peak RSS MiB) of that one process."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()  # before the wait: a full pipe would block the child
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr.read().decode()}")
+        sys.exit(f"{' '.join(cmd)} failed:\n{err.decode()}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
